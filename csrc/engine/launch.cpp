@@ -1,0 +1,63 @@
+#include "engine/launch.h"
+
+#include <array>
+
+#include "engine/metrics.h"
+#include "engine/mode.h"
+
+namespace torch_tpu::engine {
+namespace {
+
+constexpr int kMaxChips = 64;
+thread_local int t_current_device = 0;
+thread_local std::array<int64_t, kMaxChips> t_current_stream{};  // all default (0)
+
+}  // namespace
+
+runtime::Chip& chip(int index) {
+  return translate_errors([&]() -> runtime::Chip& { return runtime::Runtime::instance().chip(index); });
+}
+
+int current_device() { return t_current_device; }
+
+void set_current_device(int index) {
+  chip(index);  // validates the index
+  t_current_device = index;
+}
+
+int64_t current_stream_id(int device) { return t_current_stream[device]; }
+
+void set_current_stream_id(int device, int64_t stream_id) {
+  translate_errors([&] { chip(device).stream(stream_id); });  // validates the id
+  t_current_stream[device] = stream_id;
+}
+
+runtime::Stream& current_stream(int device) {
+  return translate_errors(
+      [&]() -> runtime::Stream& { return chip(device).stream(t_current_stream[device]); });
+}
+
+void launch(int device, const char* op_name, runtime::Task task) {
+  runtime::Stream& stream = current_stream(device);
+  stream.enqueue(op_name, std::move(task));
+  count_op_launched();
+  if (current_mode() == ExecutionMode::kDebug) {
+    sync_stream(stream, "debug_mode");
+  }
+}
+
+void sync_stream(runtime::Stream& stream, const char* reason) {
+  count_sync(reason);
+  translate_errors([&] { stream.synchronize(); });
+}
+
+void sync_current_stream(int device, const char* reason) {
+  sync_stream(current_stream(device), reason);
+}
+
+void sync_device(int device, const char* reason) {
+  count_sync(reason);
+  translate_errors([&] { chip(device).synchronize(); });
+}
+
+}  // namespace torch_tpu::engine

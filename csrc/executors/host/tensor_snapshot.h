@@ -1,0 +1,38 @@
+// The host executor's view of a tpu tensor: its geometry captured when an op is queued, and a
+// zero-copy CPU tensor over the same chip memory made when the op runs. Capturing at queue time
+// matters: later host-side resize_/set_ must not change what an already-queued op reads.
+#pragma once
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/Storage.h>
+#include <c10/util/SmallVector.h>
+
+namespace torch_tpu::executors::host {
+
+class TensorSnapshot {
+ public:
+  TensorSnapshot() = default;
+  // Captures `tensor` (a tpu tensor); keeps its storage, and so its chip buffer, alive.
+  explicit TensorSnapshot(const at::Tensor& tensor);
+
+  // A CPU tensor aliasing the captured chip memory (no copy). Call where the op runs.
+  at::Tensor cpu_view() const;
+  bool defined() const { return defined_; }
+
+ private:
+  bool defined_ = false;
+  c10::Storage storage_;
+  void* device_data_ = nullptr;  // device address of element 0, as of capture
+  c10::SmallVector<int64_t, 5> sizes_;
+  c10::SmallVector<int64_t, 5> strides_;
+  c10::ScalarType dtype_ = c10::ScalarType::Undefined;
+};
+
+// Host address of a device address (nullptr stays nullptr). Throws for non-device addresses.
+void* host_address(const void* device_address);
+
+// A CPU tensor aliasing a tpu tensor's chip memory right now (no copy). Only valid while the
+// chip's queue is idle or inside a task on it.
+at::Tensor cpu_view_now(const at::Tensor& tensor);
+
+}  // namespace torch_tpu::executors::host

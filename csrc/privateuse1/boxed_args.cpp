@@ -1,0 +1,209 @@
+#include "privateuse1/boxed_args.h"
+
+#include <ATen/EmptyTensor.h>
+
+#include "privateuse1/generator.h"
+
+namespace torch_tpu::privateuse1 {
+namespace {
+
+bool is_tpu(const at::Tensor& tensor) {
+  return tensor.defined() && tensor.device().type() == c10::DeviceType::PrivateUse1;
+}
+
+// Calls fn(tensor) for every tensor in an argument, including inside lists.
+template <typename Fn>
+void for_each_tensor(const c10::IValue& value, Fn&& fn) {
+  if (value.isTensor()) {
+    fn(value.toTensor());
+  } else if (value.isTensorList()) {
+    for (const at::Tensor& tensor : value.toTensorList()) fn(tensor);
+  } else if (value.isOptionalTensorList()) {
+    for (const std::optional<at::Tensor> tensor : value.toOptionalTensorList()) {
+      if (tensor.has_value()) fn(*tensor);
+    }
+  }
+}
+
+// Returns `value` with fn applied to every defined tensor, keeping the list kinds.
+template <typename Fn>
+c10::IValue map_tensors(const c10::IValue& value, Fn&& fn) {
+  if (value.isTensor()) {
+    const at::Tensor& tensor = value.toTensor();
+    return tensor.defined() ? c10::IValue(fn(tensor)) : value;
+  }
+  if (value.isTensorList()) {
+    c10::List<at::Tensor> mapped;
+    for (const at::Tensor& tensor : value.toTensorList()) mapped.push_back(fn(tensor));
+    return mapped;
+  }
+  if (value.isOptionalTensorList()) {
+    c10::List<std::optional<at::Tensor>> mapped;
+    for (const std::optional<at::Tensor> tensor : value.toOptionalTensorList()) {
+      mapped.push_back(tensor.has_value() && tensor->defined()
+                           ? std::optional<at::Tensor>(fn(*tensor))
+                           : std::nullopt);
+    }
+    return mapped;
+  }
+  return value;
+}
+
+// Non-tensor arguments as the CPU kernel needs them: tpu generators -> their CPU generators,
+// tpu devices -> cpu.
+c10::IValue cpu_side_value(const c10::IValue& value) {
+  if (value.isGenerator()) {
+    const at::Generator& generator = value.toGenerator();
+    if (generator.device().type() == c10::DeviceType::PrivateUse1) {
+      return cpu_generator_for(generator);
+    }
+  } else if (value.isDevice() && value.toDevice().type() == c10::DeviceType::PrivateUse1) {
+    return c10::Device(c10::kCPU);
+  }
+  return value;
+}
+
+}  // namespace
+
+c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::jit::Stack& args) {
+  std::optional<c10::Device> device;
+  std::optional<c10::Device> cpu_tensor_device;
+  for (const c10::IValue& arg : args) {
+    for_each_tensor(arg, [&](const at::Tensor& tensor) {
+      if (!tensor.defined()) return;
+      if (is_tpu(tensor)) {
+        if (!device.has_value()) {
+          device = tensor.device();
+        } else {
+          TORCH_CHECK(*device == tensor.device(),
+                      "Expected all tensors to be on the same device, but found at least two "
+                      "devices, ", *device, " and ", tensor.device(), "! (in ", schema.name(), ")");
+        }
+      } else if (!(tensor.device().is_cpu() && tensor.dim() == 0)) {
+        cpu_tensor_device = tensor.device();
+      }
+    });
+    if (arg.isDevice() && arg.toDevice().type() == c10::DeviceType::PrivateUse1 &&
+        !device.has_value()) {
+      device = arg.toDevice();
+    }
+  }
+  TORCH_CHECK(device.has_value(), schema.name(), ": no tpu tensor or device among the arguments");
+  // Indexing ops accept CPU index tensors on CUDA; so do we.
+  const bool accepts_cpu_tensors = schema.name() == "aten::index" ||
+                                   schema.name() == "aten::index_put_" ||
+                                   schema.name() == "aten::_index_put_impl_" ||
+                                   schema.name() == "aten::index_put";
+  TORCH_CHECK(!cpu_tensor_device.has_value() || accepts_cpu_tensors,
+              "Expected all tensors to be on the same device, but found at least two devices, ",
+              *device, " and ", *cpu_tensor_device, "! (in ", schema.name(), ")");
+  if (!device->has_index()) device = c10::Device(device->type(), 0);
+  return *device;
+}
+
+torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
+                               std::unordered_map<const c10::TensorImpl*, at::Tensor>& originals) {
+  torch::jit::Stack meta;
+  meta.reserve(args.size());
+  for (const c10::IValue& arg : args) {
+    meta.push_back(map_tensors(arg, [&](const at::Tensor& tensor) -> at::Tensor {
+      if (!is_tpu(tensor)) return tensor;  // CPU scalars mix with Meta as with any device
+      at::Tensor stand_in = at::detail::empty_strided_meta(tensor.sizes(), tensor.strides(),
+                                                           tensor.scalar_type());
+      originals.emplace(stand_in.unsafeGetTensorImpl(), tensor);
+      return stand_in;
+    }));
+  }
+  return meta;
+}
+
+std::vector<CapturedArg> capture_args(const torch::jit::Stack& args) {
+  std::vector<CapturedArg> captured(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& arg = args[i];
+    CapturedArg& slot = captured[i];
+    auto add = [&slot](const std::optional<at::Tensor>& tensor) {
+      if (tensor.has_value() && is_tpu(*tensor)) {
+        slot.tensors.emplace_back(*tensor);
+        slot.host_tensors.emplace_back();
+      } else {
+        slot.tensors.emplace_back();
+        slot.host_tensors.push_back(tensor.has_value() && tensor->defined() ? tensor->clone()
+                                                                             : at::Tensor());
+      }
+    };
+    if (arg.isTensor()) {
+      slot.kind = CapturedArg::Kind::kTensor;
+      add(arg.toTensor());
+    } else if (arg.isTensorList()) {
+      slot.kind = CapturedArg::Kind::kTensorList;
+      for (const at::Tensor& tensor : arg.toTensorList()) add(tensor);
+    } else if (arg.isOptionalTensorList()) {
+      slot.kind = CapturedArg::Kind::kOptionalTensorList;
+      for (const std::optional<at::Tensor> tensor : arg.toOptionalTensorList()) add(tensor);
+    } else {
+      slot.value = cpu_side_value(arg);
+    }
+  }
+  return captured;
+}
+
+namespace {
+
+at::Tensor rebuild(const CapturedArg& slot, size_t index) {
+  const auto& snapshot = slot.tensors[index];
+  return snapshot.defined() ? snapshot.cpu_view() : slot.host_tensors[index];
+}
+
+}  // namespace
+
+torch::jit::Stack cpu_args(const std::vector<CapturedArg>& captured) {
+  torch::jit::Stack stack;
+  stack.reserve(captured.size());
+  for (const CapturedArg& slot : captured) {
+    switch (slot.kind) {
+      case CapturedArg::Kind::kValue:
+        stack.push_back(slot.value);
+        break;
+      case CapturedArg::Kind::kTensor:
+        stack.push_back(rebuild(slot, 0));
+        break;
+      case CapturedArg::Kind::kTensorList: {
+        c10::List<at::Tensor> list;
+        list.reserve(slot.tensors.size());
+        for (size_t i = 0; i < slot.tensors.size(); ++i) list.push_back(rebuild(slot, i));
+        stack.push_back(std::move(list));
+        break;
+      }
+      case CapturedArg::Kind::kOptionalTensorList: {
+        c10::List<std::optional<at::Tensor>> list;
+        for (size_t i = 0; i < slot.tensors.size(); ++i) {
+          at::Tensor tensor = rebuild(slot, i);
+          list.push_back(tensor.defined() ? std::optional<at::Tensor>(std::move(tensor))
+                                          : std::nullopt);
+        }
+        stack.push_back(std::move(list));
+        break;
+      }
+    }
+  }
+  return stack;
+}
+
+torch::jit::Stack cpu_args_now(const torch::jit::Stack& args,
+                               std::unordered_map<const c10::TensorImpl*, at::Tensor>& views) {
+  torch::jit::Stack stack;
+  stack.reserve(args.size());
+  for (const c10::IValue& arg : args) {
+    c10::IValue mapped = map_tensors(arg, [&](const at::Tensor& tensor) -> at::Tensor {
+      if (!is_tpu(tensor)) return tensor;
+      at::Tensor view = executors::host::cpu_view_now(tensor);
+      views.emplace(view.unsafeGetTensorImpl(), tensor);
+      return view;
+    });
+    stack.push_back(cpu_side_value(mapped));
+  }
+  return stack;
+}
+
+}  // namespace torch_tpu::privateuse1

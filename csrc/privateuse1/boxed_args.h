@@ -1,0 +1,48 @@
+// Converting a boxed op's arguments between worlds: finding the op's tpu device, making Meta
+// stand-ins for shape inference, capturing snapshots to queue, and rebuilding CPU arguments
+// (zero-copy views of chip memory) where the op runs.
+#pragma once
+
+#include <unordered_map>
+#include <vector>
+
+#include <ATen/core/function_schema.h>
+#include <ATen/core/ivalue.h>
+#include <ATen/core/stack.h>
+
+#include "executors/host/tensor_snapshot.h"
+
+namespace torch_tpu::privateuse1 {
+
+// The tpu device all tensor arguments live on. Throws the CUDA-style "Expected all tensors to
+// be on the same device" error for a mix (CPU 0-dim tensors are allowed, as on CUDA).
+c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::jit::Stack& args);
+
+// Meta copies of `args` (same sizes/strides/dtypes); `originals` maps each Meta tensor's impl
+// back to the tpu tensor it stands for.
+torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
+                               std::unordered_map<const c10::TensorImpl*, at::Tensor>& originals);
+
+// One argument captured for a queued op.
+struct CapturedArg {
+  enum class Kind { kValue, kTensor, kTensorList, kOptionalTensorList };
+  Kind kind = Kind::kValue;
+  c10::IValue value;  // kValue: the argument, with generators and devices already CPU-side
+  // Tensor kinds, one entry per element: a snapshot for tpu tensors, else a host tensor
+  // (a CPU tensor cloned at capture, or undefined for a missing optional).
+  std::vector<executors::host::TensorSnapshot> tensors;
+  std::vector<at::Tensor> host_tensors;
+};
+
+// Captures `args` at queue time: tpu tensors as snapshots, CPU tensors cloned (the host may
+// change them before the op runs), generators swapped for the CPU generators kernels use.
+std::vector<CapturedArg> capture_args(const torch::jit::Stack& args);
+// Rebuilds the CPU argument stack from captured args (call where the op runs).
+torch::jit::Stack cpu_args(const std::vector<CapturedArg>& captured);
+
+// CPU arguments made now from live tpu tensors (for the synchronous fallback; the chip must be
+// idle). `views` maps each CPU view's impl back to its tpu tensor.
+torch::jit::Stack cpu_args_now(const torch::jit::Stack& args,
+                               std::unordered_map<const c10::TensorImpl*, at::Tensor>& views);
+
+}  // namespace torch_tpu::privateuse1

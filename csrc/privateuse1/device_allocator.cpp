@@ -1,0 +1,113 @@
+#include "privateuse1/device_allocator.h"
+
+#include <cstring>
+
+#include "engine/launch.h"
+#include "executors/host/tensor_snapshot.h"
+
+namespace torch_tpu::privateuse1 {
+namespace {
+
+// The DataPtr's data and context are both the device address; the owning chip is encoded in
+// the address itself, so the deleter needs no other state and may run on any thread.
+void delete_device_buffer(void* context) {
+  if (context == nullptr) return;
+  const auto address = reinterpret_cast<runtime::DeviceAddress>(context);
+  runtime::Chip* chip = runtime::Runtime::instance().chip_of(address);
+  if (chip != nullptr) chip->allocator().free(address);
+}
+
+void copy_stat(const runtime::Stat& from, c10::CachingAllocator::Stat& to) {
+  to.current = from.current;
+  to.peak = from.peak;
+  to.allocated = from.allocated;
+  to.freed = from.freed;
+}
+
+void copy_stat_array(const runtime::StatArray& from, c10::CachingAllocator::StatArray& to) {
+  for (size_t i = 0; i < from.size(); ++i) copy_stat(from[i], to[i]);
+}
+
+}  // namespace
+
+c10::DataPtr allocate_on(c10::DeviceIndex device, size_t nbytes) {
+  const c10::Device where(c10::DeviceType::PrivateUse1, device);
+  if (nbytes == 0) return c10::DataPtr(nullptr, nullptr, &delete_device_buffer, where);
+  runtime::Chip& chip = engine::chip(device);
+  const runtime::DeviceAddress address = engine::translate_errors([&] {
+    try {
+      return chip.allocator().allocate(nbytes);
+    } catch (const runtime::OutOfMemoryError&) {
+      // Buffers freed by the host may still be held by queued ops; let them finish, retry once.
+      engine::sync_device(device, "out_of_memory_retry");
+      return chip.allocator().allocate(nbytes);
+    }
+  });
+  void* handle = reinterpret_cast<void*>(address);
+  return c10::DataPtr(handle, handle, &delete_device_buffer, where);
+}
+
+c10::DataPtr TpuDeviceAllocator::allocate(size_t nbytes) {
+  return allocate_on(static_cast<c10::DeviceIndex>(engine::current_device()), nbytes);
+}
+
+c10::DeleterFnPtr TpuDeviceAllocator::raw_deleter() const { return &delete_device_buffer; }
+
+void TpuDeviceAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
+  if (count == 0) return;
+  const int device = runtime::chip_of_address(reinterpret_cast<runtime::DeviceAddress>(dest));
+  engine::launch(device, "tpu::copy_data", [dest, src, count] {
+    std::memcpy(executors::host::host_address(dest), executors::host::host_address(src), count);
+  });
+}
+
+void TpuDeviceAllocator::emptyCache(c10::MempoolId_t) {
+  auto& runtime = runtime::Runtime::instance();
+  for (int i = 0; i < runtime.chip_count(); ++i) {
+    // Cached blocks may still be read by queued work only through live storages, which are
+    // not in the cache; waiting first keeps the numbers users see right after the call exact.
+    engine::sync_device(i, "empty_cache");
+    runtime.chip(i).allocator().empty_cache();
+  }
+}
+
+c10::CachingDeviceAllocator::DeviceStats TpuDeviceAllocator::getDeviceStats(
+    c10::DeviceIndex device) {
+  const runtime::MemoryStats stats = engine::chip(device).allocator().stats();
+  c10::CachingDeviceAllocator::DeviceStats out;
+  copy_stat_array(stats.allocation, out.allocation);
+  copy_stat_array(stats.segment, out.segment);
+  copy_stat_array(stats.active, out.active);
+  copy_stat_array(stats.inactive_split, out.inactive_split);
+  copy_stat_array(stats.allocated_bytes, out.allocated_bytes);
+  copy_stat_array(stats.reserved_bytes, out.reserved_bytes);
+  copy_stat_array(stats.active_bytes, out.active_bytes);
+  copy_stat_array(stats.inactive_split_bytes, out.inactive_split_bytes);
+  copy_stat_array(stats.requested_bytes, out.requested_bytes);
+  out.num_alloc_retries = stats.num_alloc_retries;
+  out.num_ooms = stats.num_ooms;
+  out.num_device_alloc = stats.num_device_alloc;
+  out.num_device_free = stats.num_device_free;
+  return out;
+}
+
+void TpuDeviceAllocator::resetAccumulatedStats(c10::DeviceIndex device) {
+  engine::chip(device).allocator().reset_accumulated_stats();
+}
+
+void TpuDeviceAllocator::resetPeakStats(c10::DeviceIndex device) {
+  engine::chip(device).allocator().reset_peak_stats();
+}
+
+std::pair<size_t, size_t> TpuDeviceAllocator::getMemoryInfo(c10::DeviceIndex device) {
+  return engine::chip(device).allocator().memory_info();
+}
+
+TpuDeviceAllocator& device_allocator() {
+  static TpuDeviceAllocator allocator;
+  return allocator;
+}
+
+REGISTER_ALLOCATOR(c10::DeviceType::PrivateUse1, &device_allocator());
+
+}  // namespace torch_tpu::privateuse1

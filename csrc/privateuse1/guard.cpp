@@ -1,0 +1,144 @@
+#include "privateuse1/guard.h"
+
+#include "engine/launch.h"
+#include "runtime/event.h"
+
+namespace torch_tpu::privateuse1 {
+namespace {
+
+using c10::Device;
+using c10::DeviceType;
+using c10::Stream;
+
+Stream make_stream(c10::DeviceIndex device, int64_t id) {
+  return Stream(Stream::UNSAFE, Device(DeviceType::PrivateUse1, device), id);
+}
+
+runtime::Stream& runtime_stream(const Stream& stream) {
+  return engine::translate_errors([&]() -> runtime::Stream& {
+    return engine::chip(stream.device_index()).stream(stream.id());
+  });
+}
+
+}  // namespace
+
+Device TpuGuardImpl::exchangeDevice(Device device) const {
+  const Device previous = getDevice();
+  if (device.index() != previous.index()) setDevice(device);
+  return previous;
+}
+
+Device TpuGuardImpl::getDevice() const {
+  return Device(DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(engine::current_device()));
+}
+
+void TpuGuardImpl::setDevice(Device device) const {
+  TORCH_CHECK(device.type() == DeviceType::PrivateUse1, "expected a tpu device, got ", device);
+  engine::set_current_device(device.index());
+}
+
+void TpuGuardImpl::uncheckedSetDevice(Device device) const noexcept {
+  try {
+    engine::set_current_device(device.index());
+  } catch (...) {
+    // noexcept by contract (used by guards' destructors); an invalid index was already
+    // rejected when the guard was entered.
+  }
+}
+
+c10::DeviceIndex TpuGuardImpl::deviceCount() const noexcept {
+  try {
+    return static_cast<c10::DeviceIndex>(runtime::Runtime::instance().chip_count());
+  } catch (...) {
+    return 0;  // must never throw: "no devices" is the honest answer if the runtime failed
+  }
+}
+
+Stream TpuGuardImpl::getStream(Device device) const noexcept {
+  const auto index = device.has_index() ? device.index()
+                                        : static_cast<c10::DeviceIndex>(engine::current_device());
+  return make_stream(index, engine::current_stream_id(index));
+}
+
+Stream TpuGuardImpl::getDefaultStream(Device device) const {
+  return make_stream(device.index(), runtime::kDefaultStreamId);
+}
+
+Stream TpuGuardImpl::getStreamFromGlobalPool(Device device, bool isHighPriority) const {
+  const auto index = device.has_index() ? device.index()
+                                        : static_cast<c10::DeviceIndex>(engine::current_device());
+  runtime::Stream& stream = engine::chip(index).pool_stream(isHighPriority);
+  return make_stream(index, stream.id());
+}
+
+Stream TpuGuardImpl::getNewStream(Device device, int priority) const {
+  return getStreamFromGlobalPool(device, priority < 0);
+}
+
+Stream TpuGuardImpl::exchangeStream(Stream stream) const noexcept {
+  const auto index = stream.device_index();
+  const Stream previous = make_stream(index, engine::current_stream_id(index));
+  try {
+    engine::set_current_stream_id(index, stream.id());
+  } catch (...) {
+    // noexcept by contract; streams handed to us come from this guard and are valid.
+  }
+  return previous;
+}
+
+bool TpuGuardImpl::queryStream(const Stream& stream) const {
+  return runtime_stream(stream).query();
+}
+
+void TpuGuardImpl::synchronizeStream(const Stream& stream) const {
+  engine::sync_stream(runtime_stream(stream), "stream_synchronize");
+}
+
+void TpuGuardImpl::synchronizeDevice(c10::DeviceIndex device_index) const {
+  const auto index = device_index < 0 ? static_cast<c10::DeviceIndex>(engine::current_device())
+                                      : device_index;
+  engine::sync_device(index, "device_synchronize");
+}
+
+void TpuGuardImpl::record(void** event, const Stream& stream, c10::DeviceIndex device_index,
+                          c10::EventFlag flag) const {
+  TORCH_CHECK(device_index == -1 || device_index == stream.device_index(),
+              "event device index ", static_cast<int>(device_index),
+              " does not match the recording stream's device ",
+              static_cast<int>(stream.device_index()));
+  auto*& runtime_event = reinterpret_cast<runtime::Event*&>(*event);
+  if (runtime_event == nullptr) {
+    runtime_event = new runtime::Event(flag == c10::EventFlag::BACKEND_DEFAULT);
+  }
+  runtime_event->record(runtime_stream(stream));
+}
+
+void TpuGuardImpl::block(void* event, const Stream& stream) const {
+  if (event == nullptr) return;
+  static_cast<runtime::Event*>(event)->block(runtime_stream(stream));
+}
+
+bool TpuGuardImpl::queryEvent(void* event) const {
+  return event == nullptr || static_cast<runtime::Event*>(event)->query();
+}
+
+void TpuGuardImpl::synchronizeEvent(void* event) const {
+  if (event == nullptr) return;
+  static_cast<runtime::Event*>(event)->synchronize();
+}
+
+double TpuGuardImpl::elapsedTime(void* start, void* end, c10::DeviceIndex) const {
+  TORCH_CHECK(start != nullptr && end != nullptr,
+              "both events must be recorded before calculating elapsed time");
+  return engine::translate_errors([&] {
+    return static_cast<runtime::Event*>(start)->elapsed_ms(*static_cast<runtime::Event*>(end));
+  });
+}
+
+void TpuGuardImpl::destroyEvent(void* event, c10::DeviceIndex) const noexcept {
+  delete static_cast<runtime::Event*>(event);
+}
+
+C10_REGISTER_GUARD_IMPL(PrivateUse1, TpuGuardImpl);
+
+}  // namespace torch_tpu::privateuse1

@@ -1,0 +1,96 @@
+// Copies between host and chip, and between chips, plus reading one value back (.item()).
+// Host -> chip copies are queued (pageable sources are staged first, so the caller may reuse
+// them at once); chip -> host copies wait for the chip unless they are non_blocking into
+// pinned memory, exactly as CUDA behaves.
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "engine/launch.h"
+#include "executors/host/tensor_snapshot.h"
+#include "privateuse1/host_allocator.h"
+#include "privateuse1/storage_resize.h"
+
+namespace torch_tpu::privateuse1 {
+namespace {
+
+using executors::host::TensorSnapshot;
+
+bool is_tpu(const at::Tensor& tensor) {
+  return tensor.device().type() == c10::DeviceType::PrivateUse1;
+}
+
+bool is_pinned(const at::Tensor& tensor) {
+  return tensor.is_cpu() && is_pinned_ptr(tensor.storage().data());
+}
+
+void copy_host_to_chip(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  // A pinned source under non_blocking is read when the copy runs (the caller promised not to
+  // touch it); anything else is staged now so the caller may reuse its memory immediately.
+  const at::Tensor source = non_blocking && is_pinned(src) ? src : src.clone();
+  const TensorSnapshot target(dst);
+  engine::launch(dst.device().index(), "aten::copy_ (host to tpu)",
+                 [target, source] { target.cpu_view().copy_(source); });
+}
+
+void copy_chip_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  const TensorSnapshot source(src);
+  engine::launch(src.device().index(), "aten::copy_ (tpu to host)",
+                 [source, dst] { dst.copy_(source.cpu_view()); });
+  if (!(non_blocking && is_pinned(dst))) {
+    engine::sync_current_stream(src.device().index(), "copy_to_host");
+  }
+}
+
+void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
+  const TensorSnapshot source(src);
+  const TensorSnapshot target(dst);
+  if (src.device() != dst.device()) {
+    // Different chips have different queues: let the source chip finish writing first.
+    engine::sync_current_stream(src.device().index(), "cross_chip_copy");
+  }
+  engine::launch(dst.device().index(), "aten::copy_ (tpu to tpu)",
+                 [source, target] { target.cpu_view().copy_(source.cpu_view()); });
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  const at::Tensor& src = self;
+  if (dst.numel() == 0) return dst;
+  const c10::DeviceGuard guard(is_tpu(dst) ? dst.device() : src.device());
+  if (is_tpu(src) && is_tpu(dst)) {
+    copy_chip_to_chip(src, dst);
+  } else if (is_tpu(dst)) {
+    TORCH_CHECK(src.is_cpu(), "copy_: cannot copy from ", src.device(), " to ", dst.device());
+    copy_host_to_chip(src, dst, non_blocking);
+  } else {
+    TORCH_CHECK(dst.is_cpu(), "copy_: cannot copy from ", src.device(), " to ", dst.device());
+    copy_chip_to_host(src, dst, non_blocking);
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  if (is_tpu(dst)) {
+    resize_tensor(dst, self.sizes(), std::nullopt);
+  } else {
+    dst.resize_(self.sizes());
+  }
+  return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  const c10::DeviceGuard guard(self.device());
+  engine::sync_current_stream(self.device().index(), "item");
+  return executors::host::cpu_view_now(self).item();
+}
+
+}  // namespace
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+}
+
+}  // namespace torch_tpu::privateuse1

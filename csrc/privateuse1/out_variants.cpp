@@ -1,0 +1,77 @@
+#include "privateuse1/out_variants.h"
+
+#include <mutex>
+#include <unordered_map>
+
+namespace torch_tpu::privateuse1 {
+namespace {
+
+bool returns_only_tensors(const c10::FunctionSchema& schema) {
+  if (schema.returns().empty()) return false;
+  for (const auto& ret : schema.returns()) {
+    if (ret.type()->kind() != c10::TypeKind::TensorType || ret.alias_info() != nullptr) {
+      return false;
+    }
+  }
+  return true;
+}
+
+bool is_out_of(const c10::FunctionSchema& functional, const c10::FunctionSchema& candidate) {
+  const auto& args = functional.arguments();
+  const auto& out_args = candidate.arguments();
+  const size_t num_outs = functional.returns().size();
+  if (out_args.size() != args.size() + num_outs) return false;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (args[i].type()->str() != out_args[i].type()->str()) return false;
+  }
+  for (size_t i = args.size(); i < out_args.size(); ++i) {
+    const auto& arg = out_args[i];
+    if (!arg.kwarg_only() || arg.type()->kind() != c10::TypeKind::TensorType ||
+        arg.alias_info() == nullptr || !arg.alias_info()->isWrite()) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Overload names of every registered op, by op name. Out overloads are named inconsistently
+// (add.out, sum.IntList_out, max.dim_max, sort.values), so candidates are matched by schema.
+// Built once: ops registered later (custom libraries) have no out variants we could use anyway.
+const std::unordered_map<std::string, std::vector<std::string>>& overloads_by_name() {
+  static const auto index = [] {
+    std::unordered_map<std::string, std::vector<std::string>> result;
+    for (const c10::OperatorName& name : c10::Dispatcher::singleton().getAllOpNames()) {
+      result[name.name].push_back(name.overload_name);
+    }
+    return result;
+  }();
+  return index;
+}
+
+std::optional<c10::OperatorHandle> search(const c10::OperatorHandle& functional) {
+  const c10::FunctionSchema& schema = functional.schema();
+  if (!returns_only_tensors(schema)) return std::nullopt;
+  const auto& index = overloads_by_name();
+  const auto it = index.find(schema.name());
+  if (it == index.end()) return std::nullopt;
+  for (const std::string& overload : it->second) {
+    auto handle = c10::Dispatcher::singleton().findSchema({schema.name(), overload});
+    if (handle.has_value() && is_out_of(schema, handle->schema())) return handle;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<c10::OperatorHandle> out_variant_of(const c10::OperatorHandle& functional) {
+  static std::mutex mutex;
+  static std::unordered_map<c10::OperatorName, std::optional<c10::OperatorHandle>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = cache.find(functional.operator_name());
+  if (it == cache.end()) {
+    it = cache.emplace(functional.operator_name(), search(functional)).first;
+  }
+  return it->second;
+}
+
+}  // namespace torch_tpu::privateuse1

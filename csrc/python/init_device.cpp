@@ -1,0 +1,36 @@
+// Device-level bindings behind torch.tpu: count, current device, sync, properties, lazy init.
+#include <pybind11/pybind11.h>
+
+#include <ATen/Context.h>
+#include <torch/csrc/Generator.h>
+#include <torch/csrc/utils/device_lazy_init.h>
+
+#include "engine/launch.h"
+#include "privateuse1/generator.h"
+#include "runtime/chip.h"
+
+namespace torch_tpu::python {
+
+namespace py = pybind11;
+
+void init_device(py::module_& m) {
+  m.def("_init", [] {
+    torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
+    at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);
+  });
+  m.def("_is_in_bad_fork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
+  m.def("_device_count", [] { return runtime::Runtime::instance().chip_count(); });
+  m.def("_get_device", [] { return engine::current_device(); });
+  m.def("_set_device", [](int index) { engine::set_current_device(index); });
+  m.def("_device_name", [](int index) { return engine::chip(index).name(); });
+  m.def("_device_capacity", [](int index) { return engine::chip(index).memory().capacity(); });
+  m.def("_default_generator", [](int index) {
+    return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
+        privateuse1::default_generator(static_cast<c10::DeviceIndex>(index))));
+  });
+  m.def(
+      "_synchronize", [](int index) { engine::sync_device(index, "device_synchronize"); },
+      py::call_guard<py::gil_scoped_release>());
+}
+
+}  // namespace torch_tpu::python

@@ -1,0 +1,18 @@
+// Execution-mode bindings behind torch_tpu.set_mode / get_mode / mode(...).
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include "engine/mode.h"
+
+namespace torch_tpu::python {
+
+namespace py = pybind11;
+
+void init_modes(py::module_& m) {
+  m.def("_get_mode", [] { return engine::mode_name(engine::current_mode()); });
+  m.def("_set_mode", [](const std::string& name) { engine::set_mode(engine::parse_mode(name)); });
+  m.def("_check_nans_enabled", &engine::check_nans_enabled);
+  m.def("_set_check_nans", &engine::set_check_nans);
+}
+
+}  // namespace torch_tpu::python

@@ -1,0 +1,15 @@
+// The torch_tpu._C extension module: one init_<area>() per binding file.
+#include <pybind11/pybind11.h>
+
+namespace torch_tpu::python {
+void init_device(pybind11::module_& m);
+void init_modes(pybind11::module_& m);
+void init_metrics(pybind11::module_& m);
+}  // namespace torch_tpu::python
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "torch_tpu native core: the tpu device on the host runtime";
+  torch_tpu::python::init_device(m);
+  torch_tpu::python::init_modes(m);
+  torch_tpu::python::init_metrics(m);
+}

@@ -1,0 +1,148 @@
+#include "runtime/chip.h"
+
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "runtime/status.h"
+
+namespace torch_tpu::runtime {
+namespace {
+
+constexpr int kMaxChips = 64;
+constexpr size_t kDefaultCapacity = size_t{16} << 30;  // 16 GiB, a v5e chip's HBM
+
+// Priority of a stream slot: the default stream and the low pool are 0, the high pool -1
+// (lower is higher, as in CUDA).
+int priority_of(int64_t id) { return id > kStreamsPerPool ? -1 : 0; }
+
+int parse_chip_count(const char* text) {
+  if (text == nullptr || *text == '\0') return 1;
+  char* end = nullptr;
+  errno = 0;
+  const long count = std::strtol(text, &end, 10);
+  if (errno != 0 || *end != '\0' || count < 1 || count > kMaxChips ||
+      !std::isdigit(static_cast<unsigned char>(*text))) {
+    throw RuntimeError("TORCH_TPU_HOST_CHIPS must be an integer in 1.." +
+                       std::to_string(kMaxChips) + ", got '" + text + "'");
+  }
+  return static_cast<int>(count);
+}
+
+}  // namespace
+
+size_t parse_byte_size(const char* text, const char* variable) {
+  const auto fail = [&]() -> size_t {
+    throw RuntimeError(std::string(variable) + ": invalid byte size '" + (text ? text : "") +
+                       "' (expected a positive integer with an optional K, M or G suffix, "
+                       "e.g. 17179869184 or 16G)");
+  };
+  if (text == nullptr || !std::isdigit(static_cast<unsigned char>(*text))) return fail();
+  const char* p = text;
+  size_t value = 0;
+  for (; std::isdigit(static_cast<unsigned char>(*p)); ++p) {
+    const size_t digit = static_cast<size_t>(*p - '0');
+    if (value > (std::numeric_limits<size_t>::max() - digit) / 10) return fail();
+    value = value * 10 + digit;
+  }
+  int shift = 0;
+  switch (*p) {
+    case '\0': break;
+    case 'K': case 'k': shift = 10; ++p; break;
+    case 'M': case 'm': shift = 20; ++p; break;
+    case 'G': case 'g': shift = 30; ++p; break;
+    default: return fail();
+  }
+  if (*p != '\0' || value == 0) return fail();
+  if (value > (std::numeric_limits<size_t>::max() >> shift)) return fail();
+  return value << shift;
+}
+
+Chip::Chip(int index, size_t capacity)
+    : index_(index), memory_(index, capacity), allocator_(memory_) {}
+
+Chip::~Chip() {
+  // Streams go first and drain: their tasks may still free blocks into the allocator.
+  for (auto& stream : streams_) stream.reset();
+}
+
+std::string Chip::name() const { return "TPU host-runtime chip"; }
+
+Stream& Chip::stream(int64_t id) {
+  if (id < 0 || id >= static_cast<int64_t>(streams_.size())) {
+    throw RuntimeError("invalid stream id " + std::to_string(id) + " on tpu:" +
+                       std::to_string(index_) + " (valid: 0.." +
+                       std::to_string(streams_.size() - 1) + ")");
+  }
+  std::lock_guard<std::mutex> lock(streams_mutex_);
+  auto& slot = streams_[static_cast<size_t>(id)];
+  if (!slot) slot = std::make_unique<Stream>(index_, id, priority_of(id));
+  return *slot;
+}
+
+Stream& Chip::pool_stream(bool high_priority) {
+  const uint32_t turn = (high_priority ? next_high_ : next_low_).fetch_add(1);
+  const int64_t offset = high_priority ? 1 + kStreamsPerPool : 1;
+  return stream(offset + static_cast<int64_t>(turn % kStreamsPerPool));
+}
+
+void Chip::synchronize() {
+  std::vector<Stream*> created;
+  {
+    // Streams are never destroyed before the chip, so the pointers outlive the lock.
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    for (auto& stream : streams_) {
+      if (stream) created.push_back(stream.get());
+    }
+  }
+  // Wait for all streams even after a failure, so the chip is idle when the error surfaces.
+  std::optional<AsyncOpError> first_error;
+  for (Stream* stream : created) {
+    try {
+      stream->synchronize();
+    } catch (const AsyncOpError& error) {
+      if (!first_error) first_error = error;
+    }
+  }
+  if (first_error) throw *first_error;
+}
+
+Runtime& Runtime::instance() {
+  // Function-local static: thread-safe creation on first use; if the environment is invalid
+  // the constructor throws and the next call tries again.
+  static Runtime runtime;
+  return runtime;
+}
+
+Runtime::Runtime() {
+  const int count = parse_chip_count(std::getenv("TORCH_TPU_HOST_CHIPS"));
+  const char* hbm = std::getenv("TORCH_TPU_HBM_BYTES");
+  const size_t capacity =
+      hbm != nullptr && *hbm != '\0' ? parse_byte_size(hbm, "TORCH_TPU_HBM_BYTES")
+                                     : kDefaultCapacity;
+  chips_.reserve(static_cast<size_t>(count));
+  for (int index = 0; index < count; ++index) {
+    chips_.push_back(std::make_unique<Chip>(index, capacity));
+  }
+}
+
+Chip& Runtime::chip(int index) {
+  if (index < 0 || index >= chip_count()) {
+    throw RuntimeError("invalid tpu device index " + std::to_string(index) + ": there are " +
+                       std::to_string(chip_count()) + " chips (valid: 0.." +
+                       std::to_string(chip_count() - 1) + ")");
+  }
+  return *chips_[static_cast<size_t>(index)];
+}
+
+Chip* Runtime::chip_of(DeviceAddress address) {
+  const int index = chip_of_address(address);
+  return index >= 0 && index < chip_count() ? chips_[static_cast<size_t>(index)].get()
+                                            : nullptr;
+}
+
+}  // namespace torch_tpu::runtime

@@ -1,0 +1,74 @@
+// Software TPU chips: each owns its memory, caching allocator and streams. The Runtime is the
+// process-wide set of chips, made on first use from the environment.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "runtime/caching_allocator.h"
+#include "runtime/device_memory.h"
+#include "runtime/stream.h"
+
+namespace torch_tpu::runtime {
+
+// Streams per priority in a chip's pool (pool streams are reused round-robin, like CUDA's).
+constexpr int kStreamsPerPool = 4;
+constexpr int64_t kDefaultStreamId = 0;
+
+class Chip {
+ public:
+  Chip(int index, size_t capacity);
+  ~Chip();
+
+  int index() const { return index_; }
+  std::string name() const;  // e.g. "TPU host-runtime chip"
+  DeviceMemory& memory() { return memory_; }
+  CachingAllocator& allocator() { return allocator_; }
+
+  Stream& default_stream() { return stream(kDefaultStreamId); }
+  // Stream by id (0 = default, then the low- and high-priority pools). Throws on unknown ids.
+  Stream& stream(int64_t id);
+  // Next pool stream of the given priority, round-robin (priority < 0 is high).
+  Stream& pool_stream(bool high_priority);
+
+  // Waits for every stream of the chip, then raises the first kept async error.
+  void synchronize();
+
+ private:
+  const int index_;
+  DeviceMemory memory_;
+  CachingAllocator allocator_;
+  std::mutex streams_mutex_;
+  // Index 0: default; 1..kStreamsPerPool: low priority; then high priority. Created lazily.
+  std::array<std::unique_ptr<Stream>, 1 + 2 * kStreamsPerPool> streams_;
+  std::atomic<uint32_t> next_low_{0};
+  std::atomic<uint32_t> next_high_{0};
+};
+
+// Parses a byte count: plain bytes or a number with a binary K/M/G suffix ("16G" = 16 GiB).
+// Throws RuntimeError naming `variable` when `text` is not a positive size.
+size_t parse_byte_size(const char* text, const char* variable);
+
+class Runtime {
+ public:
+  // The process-wide runtime. Chip count from TORCH_TPU_HOST_CHIPS (default 1), capacity per
+  // chip from TORCH_TPU_HBM_BYTES (default 16 GiB; suffixes K/M/G accepted).
+  static Runtime& instance();
+
+  int chip_count() const { return static_cast<int>(chips_.size()); }
+  // Throws RuntimeError naming the valid range for a bad index.
+  Chip& chip(int index);
+  // The chip owning a device address, or nullptr.
+  Chip* chip_of(DeviceAddress address);
+
+ private:
+  Runtime();
+  std::vector<std::unique_ptr<Chip>> chips_;
+};
+
+}  // namespace torch_tpu::runtime

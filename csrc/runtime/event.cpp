@@ -1,0 +1,66 @@
+#include "runtime/event.h"
+
+#include "runtime/status.h"
+
+namespace torch_tpu::runtime {
+
+void Event::record(Stream& stream) {
+  // A fresh state per record: streams still waiting on the previous mark keep their own copy.
+  auto state = std::make_shared<State>();
+  state_ = state;
+  stream.enqueue("tpu::event_record", [state] {
+    {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->time = std::chrono::steady_clock::now();
+      state->done = true;
+    }
+    state->done_cv.notify_all();
+  });
+}
+
+void Event::block(Stream& stream) const {
+  if (!state_ || query()) return;  // nothing to wait for: keep the stream's queue short
+  stream.enqueue("tpu::event_wait", [state = state_] {
+    std::unique_lock<std::mutex> lock(state->mutex);
+    state->done_cv.wait(lock, [&] { return state->done; });
+  });
+}
+
+bool Event::query() const {
+  if (!state_) return true;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->done;
+}
+
+void Event::synchronize() const {
+  if (!state_) return;
+  std::unique_lock<std::mutex> lock(state_->mutex);
+  state_->done_cv.wait(lock, [&] { return state_->done; });
+}
+
+double Event::elapsed_ms(const Event& end) const {
+  if (!enable_timing_ || !end.enable_timing_) {
+    throw RuntimeError(
+        "elapsed_ms: both events must be created with enable_timing=True");
+  }
+  if (!state_ || !end.state_) {
+    throw RuntimeError("elapsed_ms: both events must be recorded before measuring elapsed time");
+  }
+  if (!query() || !end.query()) {
+    throw RuntimeError(
+        "elapsed_ms: both events must have completed (synchronize them first)");
+  }
+  std::chrono::steady_clock::time_point start_time;
+  std::chrono::steady_clock::time_point end_time;
+  {
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    start_time = state_->time;
+  }
+  {
+    std::lock_guard<std::mutex> lock(end.state_->mutex);
+    end_time = end.state_->time;
+  }
+  return std::chrono::duration<double, std::milli>(end_time - start_time).count();
+}
+
+}  // namespace torch_tpu::runtime

@@ -1,0 +1,41 @@
+// Errors raised by the host runtime. Torch-free: the PyTorch layer maps them to Python
+// exceptions (OutOfMemoryError -> torch.OutOfMemoryError, the rest -> RuntimeError).
+#pragma once
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+
+namespace torch_tpu::runtime {
+
+// Any failure inside the runtime (bad argument, invalid chip or stream, async op failure).
+class RuntimeError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+// An allocation that does not fit in the chip's memory even after the cache was emptied.
+class OutOfMemoryError : public RuntimeError {
+ public:
+  OutOfMemoryError(int chip, size_t requested, size_t free, size_t capacity);
+  size_t requested() const { return requested_; }
+  size_t free_bytes() const { return free_; }
+  size_t capacity() const { return capacity_; }
+
+ private:
+  size_t requested_;
+  size_t free_;
+  size_t capacity_;
+};
+
+// A task that failed while a stream ran it asynchronously; raised at the next sync point.
+class AsyncOpError : public RuntimeError {
+ public:
+  AsyncOpError(const std::string& op_name, const std::string& message);
+  const std::string& op_name() const { return op_name_; }
+
+ private:
+  std::string op_name_;
+};
+
+}  // namespace torch_tpu::runtime

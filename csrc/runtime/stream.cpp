@@ -1,0 +1,154 @@
+#include "runtime/stream.h"
+
+#include <chrono>
+#include <exception>
+#include <string>
+#include <utility>
+
+namespace torch_tpu::runtime {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A host often enqueues a tiny op and waits for it at once; spinning this long before sleeping
+// saves the two futex round trips (~10-50 us each) that a condvar handoff would cost.
+constexpr auto kWorkerSpin = std::chrono::microseconds(40);
+constexpr auto kHostSpin = std::chrono::microseconds(40);
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#else
+  std::this_thread::yield();
+#endif
+}
+
+// Spins until `ready()` or `budget` runs out; returns ready()'s last answer.
+template <typename Ready>
+bool spin_until(Ready ready, Clock::duration budget) {
+  const auto deadline = Clock::now() + budget;
+  for (int i = 0;; ++i) {
+    if (ready()) return true;
+    // Reading the clock costs more than a pause; check it only every few rounds.
+    if ((i & 63) == 63) {
+      if (Clock::now() >= deadline) return ready();
+      // On an oversubscribed machine the thread we wait for may need this core.
+      std::this_thread::yield();
+    }
+    cpu_relax();
+  }
+}
+
+}  // namespace
+
+Stream::Stream(int chip_index, int64_t id, int priority)
+    : chip_index_(chip_index), id_(id), priority_(priority) {}
+
+Stream::~Stream() {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stopping_ = true;
+  }
+  work_ready_.notify_one();
+  // The worker drains the queue before it sees stopping_, so queued work still runs.
+  if (worker_.joinable()) worker_.join();
+}
+
+void Stream::enqueue(const char* op_name, Task task) {
+  bool wake = false;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!worker_.joinable()) start_worker_locked();
+    queue_.push_back(Entry{op_name, std::move(task)});
+    // Counted under the lock after the push, so a worker seeing the count also finds the entry.
+    enqueued_.fetch_add(1, std::memory_order_release);
+    wake = worker_sleeping_;
+  }
+  if (wake) work_ready_.notify_one();
+}
+
+void Stream::synchronize() {
+  const uint64_t target = enqueued_.load(std::memory_order_acquire);
+  const auto done = [&] { return completed_.load(std::memory_order_acquire) >= target; };
+  if (!spin_until(done, kHostSpin)) {
+    std::unique_lock<std::mutex> lock(mutex_);
+    // seq_cst pairs with the worker's completed_ increment then host_waiters_ read: either the
+    // worker sees this waiter and notifies, or the predicate below sees its completion.
+    host_waiters_.fetch_add(1);
+    work_done_.wait(lock, done);
+    host_waiters_.fetch_sub(1);
+  }
+  raise_pending_error();
+}
+
+void Stream::raise_pending_error() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!pending_error_) return;
+  AsyncOpError error = std::move(*pending_error_);
+  pending_error_.reset();
+  lock.unlock();
+  throw error;
+}
+
+bool Stream::query() const {
+  return completed_.load(std::memory_order_acquire) >=
+         enqueued_.load(std::memory_order_acquire);
+}
+
+void Stream::start_worker_locked() { worker_ = std::thread([this] { run_worker(); }); }
+
+void Stream::run_worker() {
+  uint64_t taken = 0;
+  for (;;) {
+    // enqueued_ is read without the lock so the spin does not contend with enqueue().
+    spin_until([&] { return enqueued_.load(std::memory_order_acquire) != taken; },
+               kWorkerSpin);
+    Entry entry{};
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      while (queue_.empty()) {
+        if (stopping_) return;
+        worker_sleeping_ = true;
+        work_ready_.wait(lock);
+        worker_sleeping_ = false;
+      }
+      entry = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    ++taken;
+
+    // Runs without the lock: tasks may enqueue onto this stream or free memory.
+    bool failed = false;
+    std::string message;
+    try {
+      entry.task();
+    } catch (const std::exception& e) {
+      failed = true;
+      message = e.what();
+    } catch (...) {
+      failed = true;
+      message = "unknown exception (not derived from std::exception)";
+    }
+    if (failed) {
+      std::lock_guard<std::mutex> lock(mutex_);
+      // The first failure is the root cause; later ones are usually its consequences.
+      if (!pending_error_) {
+        pending_error_.emplace(entry.op_name != nullptr ? entry.op_name : "<unnamed>", message);
+      }
+    }
+    // Destroy the task's captures (which may free chip memory) before the task counts as done,
+    // so a host that synchronized sees that memory released.
+    entry.task = nullptr;
+
+    completed_.fetch_add(1);
+    if (host_waiters_.load() > 0) {
+      // Taking the lock orders this notify after the waiter's predicate check.
+      { std::lock_guard<std::mutex> lock(mutex_); }
+      work_done_.notify_all();
+    }
+  }
+}
+
+}  // namespace torch_tpu::runtime

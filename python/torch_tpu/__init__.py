@@ -1,0 +1,33 @@
+"""torch_tpu: a PyTorch-native TPU backend.
+
+Importing this package (or just ``import torch``, through the ``torch.backends`` entry point)
+registers the ``tpu`` device: PrivateUse1 renamed to ``tpu``, the ``torch.tpu`` module,
+``Tensor.tpu()`` / ``Module.tpu()``, and the native kernels. The default chips are the host
+runtime's software chips.
+"""
+
+import torch
+
+from . import _C  # loads the native core; its static registrars install the kernels
+
+if torch._C._get_privateuse1_backend_name() != "tpu":
+    torch.utils.rename_privateuse1_backend("tpu")
+
+from . import tpu as _tpu_module  # noqa: E402
+
+if not hasattr(torch, "tpu"):
+    torch._register_device_module("tpu", _tpu_module)
+    torch.utils.generate_methods_for_privateuse1_backend(
+        for_tensor=True, for_module=True, for_packed_sequence=True, for_storage=True
+    )
+    # TPUs compute in bfloat16 natively; CUDA's float16 default would be a poor fit.
+    torch.set_autocast_dtype("tpu", torch.bfloat16)
+
+from ._metrics import metrics, reset_metrics  # noqa: E402
+from ._modes import get_mode, mode, set_check_nans, set_mode  # noqa: E402
+
+__all__ = ["get_mode", "metrics", "mode", "reset_metrics", "set_check_nans", "set_mode"]
+
+
+def _autoload():
+    """Entry point of the ``torch.backends`` group: importing the package did everything."""

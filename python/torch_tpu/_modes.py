@@ -1,0 +1,37 @@
+"""Execution modes: ``strict`` (asynchronous eager, the default) and ``debug`` (each op
+finishes before it returns; optional NaN/Inf checks name the op)."""
+
+import contextlib
+
+from . import _C
+
+
+def get_mode() -> str:
+    """The current execution mode: ``"strict"`` or ``"debug"``."""
+    return _C._get_mode()
+
+
+def set_mode(mode: str) -> None:
+    """Selects the execution mode for the whole process. Pending work is finished first, so
+    errors of earlier asynchronous ops surface here rather than in the new mode."""
+    import torch
+
+    for index in range(torch.tpu.device_count()):
+        torch.tpu.synchronize(index)
+    _C._set_mode(mode)
+
+
+@contextlib.contextmanager
+def mode(new_mode: str):
+    """``with torch_tpu.mode("debug"): ...`` runs the block in ``new_mode``."""
+    previous = get_mode()
+    set_mode(new_mode)
+    try:
+        yield
+    finally:
+        set_mode(previous)
+
+
+def set_check_nans(enabled: bool) -> None:
+    """In Debug mode, check every op's floating outputs for NaN/Inf and raise naming the op."""
+    _C._set_check_nans(bool(enabled))

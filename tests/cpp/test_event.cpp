@@ -1,0 +1,139 @@
+#include "runtime/event.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace torch_tpu::runtime {
+namespace {
+
+// Holds a stream's worker inside a task until opened, to observe not-yet-run states.
+class Gate {
+ public:
+  void wait() const {
+    while (!open_.load()) std::this_thread::sleep_for(std::chrono::microseconds(50));
+  }
+  void open() { open_.store(true); }
+
+ private:
+  std::atomic<bool> open_{false};
+};
+
+TEST(Event, NeverRecordedEventIsComplete) {
+  Event event;
+  Stream stream(0, 0, 0);
+  EXPECT_FALSE(event.was_recorded());
+  EXPECT_TRUE(event.query());
+  event.synchronize();
+  event.block(stream);  // no-op: nothing is queued
+  EXPECT_TRUE(stream.query());
+}
+
+TEST(Event, QueryAndSynchronizeFollowTheStream) {
+  Stream stream(0, 0, 0);
+  Gate gate;
+  Event event;
+  stream.enqueue("test::gate", [&gate] { gate.wait(); });
+  event.record(stream);
+  EXPECT_TRUE(event.was_recorded());
+  EXPECT_FALSE(event.query());
+  gate.open();
+  event.synchronize();
+  EXPECT_TRUE(event.query());
+}
+
+TEST(Event, BlockOrdersAcrossStreams) {
+  Stream producer(0, 1, 0);
+  Stream consumer(0, 2, 0);
+  for (int round = 0; round < 50; ++round) {
+    std::atomic<int> value{0};
+    int seen = -1;
+    producer.enqueue("test::produce", [&value] {
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+      value = 1;
+    });
+    Event ready;
+    ready.record(producer);
+    ready.block(consumer);
+    consumer.enqueue("test::consume", [&value, &seen] { seen = value.load(); });
+    consumer.synchronize();
+    EXPECT_EQ(seen, 1);
+    producer.synchronize();
+  }
+}
+
+TEST(Event, BlockWaitsForTheMarkItSawEvenIfReRecorded) {
+  Stream gated(0, 1, 0);
+  Stream waiter(0, 2, 0);
+  Stream idle(0, 3, 0);
+  Gate gate;
+  std::atomic<bool> ran{false};
+  Event event;
+  gated.enqueue("test::gate", [&gate] { gate.wait(); });
+  event.record(gated);
+  event.block(waiter);
+  waiter.enqueue("test::flag", [&ran] { ran = true; });
+
+  event.record(idle);  // replaces the mark for later users only
+  event.synchronize();
+  EXPECT_TRUE(event.query());
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_FALSE(ran.load());
+  EXPECT_FALSE(waiter.query());
+
+  gate.open();
+  waiter.synchronize();
+  EXPECT_TRUE(ran.load());
+}
+
+TEST(Event, ElapsedTimeCoversTheWorkBetweenMarks) {
+  Stream stream(0, 0, 0);
+  Event start(true);
+  Event end(true);
+  start.record(stream);
+  stream.enqueue("test::sleep",
+                 [] { std::this_thread::sleep_for(std::chrono::milliseconds(20)); });
+  end.record(stream);
+  end.synchronize();
+  const double ms = start.elapsed_ms(end);
+  // sleep_for never returns early, so this lower bound is exact; no upper bound (noisy hosts).
+  EXPECT_GE(ms, 20.0);
+  EXPECT_LT(end.elapsed_ms(start), 0.0);
+}
+
+TEST(Event, ElapsedTimeRejectsUnusableEvents) {
+  Stream stream(0, 0, 0);
+  Event timed(true);
+  Event untimed(false);
+  Event never(true);
+  timed.record(stream);
+  untimed.record(stream);
+  stream.synchronize();
+
+  auto message_of = [](auto&& call) -> std::string {
+    try {
+      call();
+    } catch (const RuntimeError& error) {
+      return error.what();
+    }
+    return "";
+  };
+  EXPECT_NE(message_of([&] { timed.elapsed_ms(untimed); }).find("enable_timing"),
+            std::string::npos);
+  EXPECT_NE(message_of([&] { timed.elapsed_ms(never); }).find("recorded"), std::string::npos);
+
+  Gate gate;
+  Event pending(true);
+  stream.enqueue("test::gate", [&gate] { gate.wait(); });
+  pending.record(stream);
+  EXPECT_NE(message_of([&] { timed.elapsed_ms(pending); }).find("completed"),
+            std::string::npos);
+  gate.open();
+  stream.synchronize();
+  EXPECT_GE(timed.elapsed_ms(pending), 0.0);
+}
+
+}  // namespace
+}  // namespace torch_tpu::runtime
