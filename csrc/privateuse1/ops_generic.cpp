@@ -18,6 +18,7 @@
 #include "engine/mode.h"
 #include "privateuse1/boxed_args.h"
 #include "privateuse1/op_plan.h"
+#include "privateuse1/shape_cache.h"
 #include "privateuse1/storage_resize.h"
 
 namespace torch_tpu::privateuse1 {
@@ -30,11 +31,6 @@ const c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
 void call_cpu(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
   const at::AutoDispatchBelowADInplaceOrView below_autograd;
   op.redispatchBoxed(kCpuKeys, &stack);
-}
-
-at::Tensor new_tpu_tensor(const at::Tensor& meta, c10::Device device) {
-  return at::empty_strided(meta.sizes(), meta.strides(),
-                           at::TensorOptions().dtype(meta.scalar_type()).device(device));
 }
 
 // The argument index whose alias set the return `ret` shares (a view return), or -1.
@@ -50,25 +46,98 @@ int aliased_argument(const c10::FunctionSchema& schema, const c10::Argument& ret
   return -1;
 }
 
-// Turns the Meta run's result for one return into the tpu tensor the caller gets.
-at::Tensor tpu_result(const at::Tensor& meta, const TensorMap& originals,
-                      const at::Tensor* view_base, c10::Device device,
-                      std::vector<at::Tensor>& fresh) {
-  if (!meta.defined()) return meta;
-  if (auto it = originals.find(meta.unsafeGetTensorImpl()); it != originals.end()) {
-    // A mutated argument (in-place / out=): take the geometry the Meta kernel gave it.
-    const at::Tensor& original = it->second;
-    if (original.sizes() != meta.sizes() || original.strides() != meta.strides()) {
-      original.unsafeGetTensorImpl()->set_sizes_and_strides(meta.sizes(), meta.strides());
-      ensure_storage_fits(original);
+// Every tensor argument in order, lists flattened (positions in TensorSpec refer to this).
+std::vector<at::Tensor> flatten_tensors(const torch::jit::Stack& args) {
+  std::vector<at::Tensor> flat;
+  for (const c10::IValue& arg : args) {
+    if (arg.isTensor()) {
+      flat.push_back(arg.toTensor());
+    } else if (arg.isTensorList()) {
+      for (const at::Tensor& tensor : arg.toTensorList()) flat.push_back(tensor);
+    } else if (arg.isOptionalTensorList()) {
+      for (const std::optional<at::Tensor> tensor : arg.toOptionalTensorList()) {
+        flat.push_back(tensor.value_or(at::Tensor()));
+      }
     }
-    return original;
   }
-  if (view_base != nullptr && view_base->defined()) {
-    return at::native::as_strided_tensorimpl(*view_base, meta.sizes(), meta.strides(),
-                                             view_base->storage_offset() + meta.storage_offset());
+  return flat;
+}
+
+TensorSpec spec_of(const at::Tensor& meta, const TensorMap& originals,
+                   const std::vector<at::Tensor>& flat_args, int view_base) {
+  TensorSpec spec;
+  if (!meta.defined()) return spec;
+  spec.sizes.assign(meta.sizes().begin(), meta.sizes().end());
+  spec.strides.assign(meta.strides().begin(), meta.strides().end());
+  spec.dtype = meta.scalar_type();
+  if (auto it = originals.find(meta.unsafeGetTensorImpl()); it != originals.end()) {
+    spec.kind = TensorSpec::Kind::kMutatedArgument;
+    for (size_t i = 0; i < flat_args.size(); ++i) {
+      if (flat_args[i].is_same(it->second)) spec.position = static_cast<int>(i);
+    }
+    return spec;
   }
-  at::Tensor result = new_tpu_tensor(meta, device);
+  if (view_base >= 0) {
+    spec.kind = TensorSpec::Kind::kViewOfArgument;
+    spec.position = view_base;
+    spec.storage_offset = meta.storage_offset();
+    return spec;
+  }
+  spec.kind = TensorSpec::Kind::kFresh;
+  return spec;
+}
+
+// What the Meta kernel's results say to build, per return.
+OutputSpecs specs_from_meta(const c10::FunctionSchema& schema, const torch::jit::Stack& meta_stack,
+                            const TensorMap& originals, const torch::jit::Stack& args) {
+  const std::vector<at::Tensor> flat_args = flatten_tensors(args);
+  OutputSpecs specs(meta_stack.size());
+  for (size_t i = 0; i < meta_stack.size(); ++i) {
+    const c10::Argument& ret = schema.returns()[i];
+    const int base = aliased_argument(schema, ret);
+    const int view_base = base >= 0 && !ret.alias_info()->isWrite() ? base : -1;
+    const c10::IValue& meta = meta_stack[i];
+    if (meta.isTensor()) {
+      specs[i].kind = ReturnSpec::Kind::kTensor;
+      specs[i].tensors.push_back(spec_of(meta.toTensor(), originals, flat_args, view_base));
+    } else if (meta.isTensorList()) {
+      TORCH_CHECK(view_base < 0, "not supported on tpu yet: ", schema.name(),
+                  " (returns a list of views)");
+      specs[i].kind = ReturnSpec::Kind::kTensorList;
+      for (const at::Tensor& element : meta.toTensorList()) {
+        specs[i].tensors.push_back(spec_of(element, originals, flat_args, -1));
+      }
+    }
+  }
+  return specs;
+}
+
+// Builds the tpu tensor a TensorSpec describes; fresh ones are also appended to `fresh`.
+at::Tensor realize(const TensorSpec& spec, const torch::jit::Stack& args,
+                   const std::vector<at::Tensor>& flat_args, c10::Device device,
+                   std::vector<at::Tensor>& fresh) {
+  switch (spec.kind) {
+    case TensorSpec::Kind::kUndefined:
+      return at::Tensor();
+    case TensorSpec::Kind::kMutatedArgument: {
+      const at::Tensor& original = flat_args.at(spec.position);
+      if (original.sizes() != c10::IntArrayRef(spec.sizes) ||
+          original.strides() != c10::IntArrayRef(spec.strides)) {
+        original.unsafeGetTensorImpl()->set_sizes_and_strides(spec.sizes, spec.strides);
+        ensure_storage_fits(original);
+      }
+      return original;
+    }
+    case TensorSpec::Kind::kViewOfArgument: {
+      const at::Tensor& base = args.at(spec.position).toTensor();
+      return at::native::as_strided_tensorimpl(base, spec.sizes, spec.strides,
+                                               base.storage_offset() + spec.storage_offset);
+    }
+    case TensorSpec::Kind::kFresh:
+      break;
+  }
+  at::Tensor result = at::empty_strided(spec.sizes, spec.strides,
+                                        at::TensorOptions().dtype(spec.dtype).device(device));
   fresh.push_back(result);
   return result;
 }
@@ -128,50 +197,50 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
     return;
   }
 
-  // Shapes, dtypes, strides and argument checks from the Meta kernel, without touching data.
-  TensorMap originals;
-  torch::jit::Stack meta_stack = to_meta_args(args, originals);
-  bool meta_failed = false;
-  bool meta_missing = false;
-  try {
-    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
-  } catch (const c10::NotImplementedError&) {
-    meta_missing = true;  // no Meta kernel: this op always needs data
-  } catch (const std::exception&) {
-    // Either bad input (the CPU kernel will raise the same error, with CPU's message) or a
-    // Meta kernel that cannot handle data-dependent shapes (Python ones raise their own types).
-    meta_failed = true;
-  }
-  if (meta_missing || meta_failed) {
-    torch::jit::drop(*stack, num_args);
-    stack->insert(stack->end(), args.begin(), args.end());
-    run_sync_fallback(op, plan, device, stack);
-    demote_to_sync_fallback(plan);  // reached only if the CPU kernel accepted the input
-    return;
+  // Output shapes, dtypes and strides: from the cache, or from the Meta kernel (which also
+  // checks the arguments) without touching data.
+  CallSignature signature = call_signature(op, args);
+  std::optional<OutputSpecs> specs = lookup_output_specs(signature);
+  if (!specs.has_value()) {
+    TensorMap originals;
+    torch::jit::Stack meta_stack = to_meta_args(args, originals);
+    bool meta_failed = false;
+    try {
+      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
+    } catch (const std::exception&) {
+      // No Meta kernel, a Meta kernel that cannot handle data-dependent shapes (Python ones raise
+      // their own types), or bad input: the CPU kernel then raises the right error itself.
+      meta_failed = true;
+    }
+    if (meta_failed) {
+      torch::jit::drop(*stack, num_args);
+      stack->insert(stack->end(), args.begin(), args.end());
+      run_sync_fallback(op, plan, device, stack);
+      demote_to_sync_fallback(plan);  // reached only if the CPU kernel accepted the input
+      return;
+    }
+    specs = specs_from_meta(schema, meta_stack, originals, args);
+    store_output_specs(std::move(signature), *specs);
   }
 
   std::vector<at::Tensor> fresh;  // outputs allocated here (written by the queued op)
   std::vector<at::Tensor> outputs;
   torch::jit::Stack results;
   const auto& returns = schema.returns();
-  for (size_t i = 0; i < meta_stack.size(); ++i) {
-    const int base = aliased_argument(schema, returns[i]);
-    const bool is_view = base >= 0 && !returns[i].alias_info()->isWrite();
-    const c10::IValue& meta = meta_stack[i];
-    if (meta.isTensor()) {
-      const at::Tensor* view_base = is_view ? &args[base].toTensor() : nullptr;
-      outputs.push_back(tpu_result(meta.toTensor(), originals, view_base, device, fresh));
+  const std::vector<at::Tensor> flat_args = flatten_tensors(args);
+  for (const ReturnSpec& ret : *specs) {
+    if (ret.kind == ReturnSpec::Kind::kTensor) {
+      outputs.push_back(realize(ret.tensors[0], args, flat_args, device, fresh));
       results.push_back(outputs.back());
-    } else if (meta.isTensorList()) {
-      TORCH_CHECK(!is_view, "not supported on tpu yet: ", plan.name, " (returns a list of views)");
+    } else if (ret.kind == ReturnSpec::Kind::kTensorList) {
       c10::List<at::Tensor> list;
-      for (const at::Tensor& element : meta.toTensorList()) {
-        outputs.push_back(tpu_result(element, originals, nullptr, device, fresh));
+      for (const TensorSpec& element : ret.tensors) {
+        outputs.push_back(realize(element, args, flat_args, device, fresh));
         list.push_back(outputs.back());
       }
       results.push_back(std::move(list));
     } else {
-      results.push_back(meta);  // None
+      results.push_back(c10::IValue());
     }
   }
 

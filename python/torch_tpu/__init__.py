@@ -6,9 +6,17 @@ registers the ``tpu`` device: PrivateUse1 renamed to ``tpu``, the ``torch.tpu`` 
 runtime's software chips.
 """
 
-import torch
 
-from . import _C  # loads the native core; its static registrars install the kernels
+
+def _autoload():
+    """Entry point of the ``torch.backends`` group: importing the package does everything.
+    Defined before ``import torch`` because that import calls it while this module is still
+    loading (when the user imported torch_tpu first)."""
+
+
+import torch  # noqa: E402
+
+from . import _C  # noqa: E402  # loads the native core; its static registrars install the kernels
 
 if torch._C._get_privateuse1_backend_name() != "tpu":
     torch.utils.rename_privateuse1_backend("tpu")
@@ -27,7 +35,3 @@ from ._metrics import metrics, reset_metrics  # noqa: E402
 from ._modes import get_mode, mode, set_check_nans, set_mode  # noqa: E402
 
 __all__ = ["get_mode", "metrics", "mode", "reset_metrics", "set_check_nans", "set_mode"]
-
-
-def _autoload():
-    """Entry point of the ``torch.backends`` group: importing the package did everything."""

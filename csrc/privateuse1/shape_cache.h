@@ -1,0 +1,52 @@
+// The Strict-mode program cache for one-op programs (DESIGN §2): what an op's Meta kernel
+// said about its outputs, keyed by the op and its inputs' structure (dtypes, sizes, strides,
+// non-tensor arguments). A training loop repeats the same ops on the same shapes, so after the
+// first step no op pays for shape inference (PyTorch's Meta kernels for many ops are Python).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/util/SmallVector.h>
+
+namespace torch_tpu::privateuse1 {
+
+// How to make one returned tensor.
+struct TensorSpec {
+  enum class Kind { kUndefined, kFresh, kMutatedArgument, kViewOfArgument };
+  Kind kind = Kind::kUndefined;
+  c10::SmallVector<int64_t, 5> sizes;
+  c10::SmallVector<int64_t, 5> strides;
+  int64_t storage_offset = 0;  // kViewOfArgument: offset relative to the base's
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  int position = -1;  // kMutatedArgument: flattened tensor position; kViewOfArgument: arg index
+};
+
+// One return of the op: None, a tensor, or a list of tensors.
+struct ReturnSpec {
+  enum class Kind { kNone, kTensor, kTensorList };
+  Kind kind = Kind::kNone;
+  std::vector<TensorSpec> tensors;  // one for kTensor
+};
+
+using OutputSpecs = std::vector<ReturnSpec>;
+
+// The structural key of a call: op identity plus every argument's structure.
+using CallSignature = std::vector<int64_t>;
+CallSignature call_signature(const c10::OperatorHandle& op, const torch::jit::Stack& args);
+
+// Thread-safe lookup/insert. A full cache is cleared (it only ever holds re-derivable data).
+std::optional<OutputSpecs> lookup_output_specs(const CallSignature& signature);
+void store_output_specs(CallSignature signature, OutputSpecs specs);
+
+struct ShapeCacheStats {
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t entries = 0;
+};
+ShapeCacheStats shape_cache_stats();
+
+}  // namespace torch_tpu::privateuse1
