@@ -17,6 +17,8 @@
 #include "engine/metrics.h"
 #include "engine/mode.h"
 #include "privateuse1/boxed_args.h"
+#include "privateuse1/generator.h"
+#include "privateuse1/generic_kernel.h"
 #include "privateuse1/op_plan.h"
 #include "privateuse1/shape_cache.h"
 #include "privateuse1/storage_resize.h"
@@ -181,6 +183,23 @@ void run_sync_fallback(const c10::OperatorHandle& op, const OpPlan& plan, c10::D
   }
 }
 
+// A random op given no generator must draw from the chip's default generator, not the CPU
+// kernel's default (the CPU generator), so tpu seeds and RNG state mean what they say.
+void use_tpu_default_generator(const c10::FunctionSchema& schema, c10::Device device,
+                               torch::jit::Stack& args) {
+  const auto& params = schema.arguments();
+  for (size_t i = 0; i < params.size(); ++i) {
+    if (!args[i].isNone()) continue;
+    const c10::TypePtr& type = params[i].type();
+    if (type->kind() == c10::TypeKind::OptionalType &&
+        type->containedType(0)->kind() == c10::TypeKind::GeneratorType) {
+      args[i] = default_generator(device.index());
+    }
+  }
+}
+
+}  // namespace
+
 void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
                         torch::jit::Stack* stack) {
   OpPlan& plan = plan_of(op);
@@ -189,6 +208,7 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   torch::jit::Stack args(stack->end() - num_args, stack->end());
   const c10::Device device = common_tpu_device(schema, args);
   const c10::DeviceGuard guard(device);
+  use_tpu_default_generator(schema, device, args);
 
   if (plan.strategy == OpStrategy::kSyncFallback) {
     torch::jit::drop(*stack, num_args);
@@ -280,8 +300,6 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   stack->insert(stack->end(), std::make_move_iterator(results.begin()),
                 std::make_move_iterator(results.end()));
 }
-
-}  // namespace
 
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&generic_tpu_kernel>());

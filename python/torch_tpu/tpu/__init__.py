@@ -191,13 +191,12 @@ class Stream(torch.Stream):
                                priority=priority)
 
 
-class Event(torch.Event):
-    """A marker in a tpu stream (``torch.Event`` on ``tpu``)."""
-
-    def __new__(cls, enable_timing: bool = False, blocking: bool = False,
-                interprocess: bool = False):
-        return super().__new__(cls, device="tpu", enable_timing=enable_timing,
-                               blocking=blocking, interprocess=interprocess)
+def Event(enable_timing: bool = False, blocking: bool = False,  # noqa: N802 (torch.cuda.Event)
+          interprocess: bool = False) -> torch.Event:
+    """A marker in a tpu stream: a ``torch.Event`` on ``tpu`` (a factory, since torch.Event's
+    methods reject subclasses)."""
+    return torch.Event(device="tpu", enable_timing=enable_timing, blocking=blocking,
+                       interprocess=interprocess)
 
 
 def current_stream(device: _DeviceLike = None) -> torch.Stream:
