@@ -1,3 +1,12 @@
+"""Fixtures and helpers shared by the tpu pytest suite.
+
+Every test compares the tpu backend with PyTorch's own CPU results on the same inputs.
+"""
+
+import torch_tpu  # noqa: I001  (first: registers the tpu device before any test touches torch)
+
+import copy
+import faulthandler
 import os
 import subprocess
 import sys
@@ -5,30 +14,97 @@ import sys
 import pytest
 import torch
 
-import torch_tpu
+MODES = ["strict", "debug"]
+
+# A hung test (e.g. a deadlock between the host and a chip's queue) aborts the run with every
+# thread's Python stack instead of stalling CI forever. Far above any test's normal duration.
+HANG_TIMEOUT_S = 180
 
 
 @pytest.fixture(autouse=True)
-def _strict_and_fresh_metrics():
+def _strict_mode_and_fresh_metrics():
+    """Each test starts in Strict mode, on chip 0's default stream, NaN checks off, metrics
+    zeroed. Teardown drains the chips, so an async error a test left behind fails that test
+    (not the next one)."""
     torch_tpu.set_mode("strict")
     torch_tpu.set_check_nans(False)
+    torch.tpu.set_device(0)
+    torch.tpu.set_stream(torch.tpu.default_stream(0))
     torch_tpu.reset_metrics()
+    faulthandler.dump_traceback_later(HANG_TIMEOUT_S, exit=True)
     yield
-    torch_tpu.set_mode("strict")
+    faulthandler.cancel_dump_traceback_later()
+    torch.tpu.set_stream(torch.tpu.default_stream(0))
+    torch_tpu.set_check_nans(False)
+    torch_tpu.set_mode("strict")  # synchronizes every chip first
 
 
-@pytest.fixture(params=["strict", "debug"])
+@pytest.fixture(params=MODES)
 def mode(request):
+    """Runs the test once per execution mode; the autouse fixture restores Strict after."""
     torch_tpu.set_mode(request.param)
+    assert torch_tpu.get_mode() == request.param
     return request.param
 
 
-def run_python(code: str, **env) -> subprocess.CompletedProcess:
-    """Runs `code` in a fresh interpreter (for env-driven behaviour)."""
-    full_env = dict(os.environ, **{k: str(v) for k, v in env.items()})
+# --- comparing with CPU ----------------------------------------------------------------------
+
+def cpu_and_tpu(*shape, dtype=torch.float32, seed=0, low=None, high=None):
+    """The same random tensor on CPU and on tpu (drawn on CPU, so both hold identical values).
+    Integer dtypes need ``low``/``high``."""
+    generator = torch.Generator().manual_seed(seed)
+    if dtype.is_floating_point or dtype.is_complex:
+        cpu = torch.randn(shape, generator=generator).to(dtype)
+    elif dtype == torch.bool:
+        cpu = torch.randn(shape, generator=generator) > 0
+    else:
+        cpu = torch.randint(low, high, shape, generator=generator, dtype=dtype)
+    return cpu, cpu.to("tpu")
+
+
+def assert_tpu_close(actual, expected, **tolerances):
+    """``actual`` (a tpu tensor, or a tuple/list of them) matches the CPU ``expected``."""
+    if isinstance(actual, (tuple, list)):
+        assert len(actual) == len(expected)
+        for a, e in zip(actual, expected):
+            assert_tpu_close(a, e, **tolerances)
+        return
+    assert isinstance(actual, torch.Tensor), type(actual)
+    assert actual.device.type == "tpu", f"expected a tpu tensor, got one on {actual.device}"
+    torch.testing.assert_close(actual.cpu(), expected, **tolerances)
+
+
+def to_tpu_copy(module: torch.nn.Module) -> torch.nn.Module:
+    """A copy of a CPU module on tpu with identical parameters and buffers."""
+    return copy.deepcopy(module).tpu()
+
+
+# --- fresh interpreters ----------------------------------------------------------------------
+
+def run_python(code: str, env: dict | None = None, timeout: float = 120):
+    """Runs ``code`` in a fresh interpreter of this venv (the one running pytest), for
+    behaviour chosen at start-up from the environment. Inherited TORCH_TPU_* / TPU_* variables
+    are dropped so only ``env`` selects behaviour. Returns the CompletedProcess; raises
+    subprocess.TimeoutExpired (after killing the child) if it runs past ``timeout``."""
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TPU_", "TPU_"))}
+    full_env.update({k: str(v) for k, v in (env or {}).items()})
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          env=full_env, timeout=120)
+                          env=full_env, timeout=timeout)
 
 
-def assert_same(tpu_result, cpu_result, **kwargs):
-    torch.testing.assert_close(tpu_result.cpu(), cpu_result, **kwargs)
+def run_python_ok(code: str, env: dict | None = None, timeout: float = 120) -> str:
+    """``run_python`` that asserts a clean exit and returns stdout."""
+    result = run_python(code, env=env, timeout=timeout)
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    return result.stdout
+
+
+def finishes_within(code: str, timeout: float, env: dict | None = None) -> bool:
+    """Whether ``code`` runs to a clean exit in a fresh interpreter within ``timeout`` seconds
+    (False on a hang, e.g. a deadlock)."""
+    try:
+        result = run_python(code, env=env, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    assert result.returncode == 0, f"stdout:\n{result.stdout}\nstderr:\n{result.stderr}"
+    return True

@@ -1,59 +1,145 @@
+"""The tpu device as PyTorch sees it: torch.accelerator, torch.tpu, device strings, Tensor/Module
+methods, device addresses, and registration by ``import torch`` alone."""
+
 import pytest
 import torch
 
-from conftest import run_python
+import torch_tpu
+from conftest import assert_tpu_close, run_python_ok, to_tpu_copy
+
+GIB = 2**30
 
 
-def test_accelerator_reports_tpu():
+def test_current_accelerator_is_tpu():
     assert torch.accelerator.current_accelerator() == torch.device("tpu")
     assert torch.accelerator.is_available()
     assert torch.accelerator.device_count() == torch.tpu.device_count() == 1
     assert torch.accelerator.current_device_index() == 0
     torch.accelerator.set_device_index(0)
+    assert torch.accelerator.current_device_index() == 0
+
+
+def test_accelerator_synchronize_waits_for_the_chip():
+    x = torch.ones(1000, device="tpu") * 2
     torch.accelerator.synchronize()
+    assert torch_tpu.metrics()["syncs"].get("device_synchronize", 0) == 1
+    assert_tpu_close(x, torch.full((1000,), 2.0))
 
 
-def test_device_module():
+def test_device_module_basics():
     assert torch.tpu.is_available()
+    assert torch.tpu.device_count() == 1
     assert torch.tpu.current_device() == 0
     torch.tpu.set_device(0)
+    torch.tpu.set_device("tpu:0")
+    torch.tpu.set_device(torch.device("tpu", 0))
+    assert torch.tpu.current_device() == 0
+    torch.tpu.synchronize()
+    torch.tpu.synchronize(0)
+    assert torch_tpu.metrics()["syncs"]["device_synchronize"] == 2
+
+
+def test_device_name_and_properties():
+    name = torch.tpu.get_device_name()
+    assert "TPU" in name
+    assert torch.tpu.get_device_name(0) == name
+    props = torch.tpu.get_device_properties(0)
+    assert props.name == name
+    assert props.total_memory == 16 * GIB  # the default chip capacity (TORCH_TPU_HBM_BYTES)
+    assert torch.tpu.get_device_properties("tpu:0") == props
+
+
+def test_device_context_manager_on_one_chip():
     with torch.tpu.device(0):
         assert torch.tpu.current_device() == 0
-    props = torch.tpu.get_device_properties(0)
-    assert props.total_memory == 16 * 2**30
-    assert "TPU" in torch.tpu.get_device_name() == props.name or "TPU" in props.name
-    torch.tpu.synchronize()
+        assert torch.ones(1, device="tpu").device == torch.device("tpu:0")
+    with torch.tpu.device(None):  # a no-op, as on CUDA
+        assert torch.tpu.current_device() == 0
 
 
-def test_tensor_and_module_methods():
-    x = torch.arange(4.0).tpu()
-    assert x.is_tpu and x.device == torch.device("tpu:0")
-    assert torch.ones(2, device=torch.device("tpu:0")).device.type == "tpu"
-    model = torch.nn.Linear(3, 2).tpu()
-    assert model.weight.device.type == "tpu"
+def test_device_strings():
+    dev = torch.device("tpu:0")
+    assert dev.type == "tpu" and dev.index == 0
+    assert torch.device("tpu").index is None
+    x = torch.ones(2, device=dev)
+    assert x.device == dev
+    # A device without an index means the current chip.
+    assert torch.zeros(2, device="tpu").device == torch.device("tpu", 0)
+    assert torch.empty(2).to("tpu").device == dev
 
 
-def test_storage_holds_a_device_address_not_a_host_address():
+def test_tensor_tpu_method_and_is_tpu():
+    cpu = torch.arange(6.0).view(2, 3)
+    x = cpu.tpu()
+    assert x.is_tpu and not cpu.is_tpu
+    assert x.device == torch.device("tpu:0")
+    assert x.tpu() is x  # already there: no copy, as Tensor.cuda()
+    assert_tpu_close(x, cpu)
+    assert torch.ones(1).tpu(0).device == torch.device("tpu:0")
+
+
+def test_module_tpu_moves_parameters_and_buffers():
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.BatchNorm1d(4)).eval()
+    model_tpu = to_tpu_copy(model)
+    for tensor in [*model_tpu.parameters(), *model_tpu.buffers()]:
+        assert tensor.is_tpu, tensor.device
+    x = torch.randn(5, 3)
+    assert_tpu_close(model_tpu(x.tpu()), model(x))
+
+
+@pytest.mark.parametrize("make", [
+    lambda: torch.ones(2, device="tpu:5"),
+    lambda: torch.ones(2).to("tpu:5"),
+    lambda: torch.ones(2).tpu(5),
+    lambda: torch.tpu.set_device(5),
+    lambda: torch.accelerator.set_device_index(5),
+    lambda: torch.tpu.device(5).__enter__(),
+], ids=["factory", "to", "Tensor.tpu", "tpu.set_device", "accelerator.set_device_index",
+        "device_ctx"])
+def test_invalid_device_index_is_a_clear_error(make):
+    with pytest.raises(RuntimeError, match=r"invalid tpu device index 5.*valid: 0\.\.0"):
+        make()
+    assert torch.tpu.current_device() == 0  # nothing changed
+
+
+def test_data_ptr_is_a_device_handle_not_a_host_address():
     x = torch.ones(16, device="tpu")
-    assert x.data_ptr() >= 2**56  # chip addresses live in a non-canonical range
-
-
-def test_invalid_device_index_raises():
-    with pytest.raises(RuntimeError, match="invalid tpu device index 5"):
-        torch.ones(2, device="tpu:5")
-    with pytest.raises(RuntimeError, match="invalid tpu device index"):
-        torch.tpu.set_device(7)
+    y = torch.ones(16, device="tpu")
+    assert x.data_ptr() >= 2**56  # outside any canonical x86-64 / arm64 user address
+    assert y.data_ptr() >= 2**56 and y.data_ptr() != x.data_ptr()
+    # Views are offsets into the same buffer, so data_ptr arithmetic works as on CUDA.
+    assert x[3:].data_ptr() == x.data_ptr() + 3 * x.element_size()
+    assert x.view(4, 4).data_ptr() == x.data_ptr()
+    # The handle is stable for the storage's life.
+    before = x.data_ptr()
+    x.add_(1)
+    torch.tpu.synchronize()
+    assert x.data_ptr() == before
+    assert x.untyped_storage().data_ptr() == before
 
 
 def test_import_torch_alone_registers_tpu():
-    result = run_python("import torch; print(torch.randn(2, device='tpu').device)")
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == "tpu:0"
+    out = run_python_ok("import torch; print(torch.randn(2, device='tpu').device)")
+    assert out.strip() == "tpu:0"
 
 
-def test_host_chips_from_environment():
-    result = run_python("import torch; print(torch.tpu.device_count(), "
-                        "torch.ones(2, device='tpu:1').cpu().sum().item())",
-                        TORCH_TPU_HOST_CHIPS=2)
-    assert result.returncode == 0, result.stderr
-    assert result.stdout.split() == ["2", "2.0"]
+def test_two_host_chips_from_the_environment():
+    code = """
+import torch
+assert torch.tpu.device_count() == torch.accelerator.device_count() == 2
+with torch.tpu.device(1):
+    assert torch.tpu.current_device() == 1
+    on_1 = torch.arange(4.0, device="tpu")
+assert torch.tpu.current_device() == 0
+assert on_1.device == torch.device("tpu:1")
+moved = on_1.to("tpu:0") * 2            # chip-to-chip copy
+torch.tpu.synchronize(1)
+torch.accelerator.set_device_index(1)
+assert torch.accelerator.current_device_index() == 1
+assert torch.ones(1, device="tpu").device == torch.device("tpu:1")
+torch.accelerator.set_device_index(0)
+print(moved.device, moved.cpu().tolist(), torch.ones(2).tpu(1).device)
+"""
+    out = run_python_ok(code, env={"TORCH_TPU_HOST_CHIPS": 2})
+    assert out.split("\n")[0] == "tpu:0 [0.0, 2.0, 4.0, 6.0] tpu:1"
