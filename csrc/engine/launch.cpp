@@ -1,6 +1,7 @@
 #include "engine/launch.h"
 
 #include <array>
+#include <atomic>
 
 #include "engine/metrics.h"
 #include "engine/mode.h"
@@ -12,7 +13,20 @@ constexpr int kMaxChips = 64;
 thread_local int t_current_device = 0;
 thread_local std::array<int64_t, kMaxChips> t_current_stream{};  // all default (0)
 
+std::atomic<BlockingWaitWrapper> g_wait_wrapper{nullptr};
+
 }  // namespace
+
+void set_blocking_wait_wrapper(BlockingWaitWrapper wrapper) { g_wait_wrapper.store(wrapper); }
+
+void blocking_wait(const std::function<void()>& wait) {
+  const BlockingWaitWrapper wrapper = g_wait_wrapper.load();
+  if (wrapper != nullptr) {
+    wrapper(wait);
+  } else {
+    wait();
+  }
+}
 
 runtime::Chip& chip(int index) {
   return translate_errors([&]() -> runtime::Chip& { return runtime::Runtime::instance().chip(index); });
@@ -48,7 +62,7 @@ void launch(int device, const char* op_name, runtime::Task task) {
 
 void sync_stream(runtime::Stream& stream, const char* reason) {
   count_sync(reason);
-  translate_errors([&] { stream.synchronize(); });
+  translate_errors([&] { blocking_wait([&] { stream.synchronize(); }); });
 }
 
 void sync_current_stream(int device, const char* reason) {
@@ -57,7 +71,8 @@ void sync_current_stream(int device, const char* reason) {
 
 void sync_device(int device, const char* reason) {
   count_sync(reason);
-  translate_errors([&] { chip(device).synchronize(); });
+  runtime::Chip& target = chip(device);
+  translate_errors([&] { blocking_wait([&] { target.synchronize(); }); });
 }
 
 }  // namespace torch_tpu::engine

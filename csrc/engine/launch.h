@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <utility>
 
 #include <c10/util/Exception.h>
@@ -41,6 +42,14 @@ runtime::Stream& current_stream(int device);
 // Queues `task` on the current stream of `device`. In Debug mode waits for it and raises its
 // error (named after `op_name`, an interned string that outlives the task).
 void launch(int device, const char* op_name, runtime::Task task);
+
+// How the host blocks on the chip. The Python module installs a wrapper that releases the GIL
+// while waiting: a finishing task may drop the last reference to an object with a Python
+// wrapper, and freeing that needs the GIL, so a host waiting with the GIL held would deadlock.
+using BlockingWaitWrapper = void (*)(const std::function<void()>& wait);
+void set_blocking_wait_wrapper(BlockingWaitWrapper wrapper);
+// Runs `wait` (which blocks on chip work) through the installed wrapper.
+void blocking_wait(const std::function<void()>& wait);
 
 // Host waits, counted by reason in metrics. Each raises the first kept async error.
 void sync_stream(runtime::Stream& stream, const char* reason);

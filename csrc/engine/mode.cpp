@@ -16,7 +16,16 @@ bool env_is_one(const char* name) {
 
 ExecutionMode mode_from_env() {
   if (const char* value = std::getenv("TORCH_TPU_MODE"); value && *value) {
+    if (std::strcmp(value, "fused") == 0 || std::strcmp(value, "defer_and_fuse") == 0) {
+      TORCH_WARN("TORCH_TPU_MODE=", value, ": DeferAndFuse is not supported on tpu yet; "
+                 "running in strict mode");
+      return ExecutionMode::kStrict;
+    }
     return parse_mode(value);
+  }
+  if (env_is_one("TPU_DEFER_AND_FUSE")) {
+    TORCH_WARN("TPU_DEFER_AND_FUSE=1: DeferAndFuse is not supported on tpu yet; running in "
+               "strict mode");
   }
   return env_is_one("TPU_LAUNCH_BLOCKING") ? ExecutionMode::kDebug : ExecutionMode::kStrict;
 }

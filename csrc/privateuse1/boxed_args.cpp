@@ -107,10 +107,15 @@ torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
   meta.reserve(args.size());
   for (const c10::IValue& arg : args) {
     meta.push_back(map_tensors(arg, [&](const at::Tensor& tensor) -> at::Tensor {
-      if (!is_tpu(tensor)) return tensor;  // CPU scalars mix with Meta as with any device
+      // User-made CPU 0-dim tensors become Meta too: Meta kernels reject a CPU tensor in first
+      // place (torch.tensor(2.0) * x), and type promotion only sees dtype and dimension.
+      // Wrapped Python numbers stay CPU: Meta kernels read their values.
+      const bool cpu_scalar = tensor.device().is_cpu() && tensor.dim() == 0 &&
+                              !tensor.unsafeGetTensorImpl()->is_wrapped_number();
+      if (!is_tpu(tensor) && !cpu_scalar) return tensor;
       at::Tensor stand_in = at::detail::empty_strided_meta(tensor.sizes(), tensor.strides(),
                                                            tensor.scalar_type());
-      originals.emplace(stand_in.unsafeGetTensorImpl(), tensor);
+      if (!cpu_scalar) originals.emplace(stand_in.unsafeGetTensorImpl(), tensor);
       return stand_in;
     }));
   }
@@ -150,14 +155,18 @@ std::vector<CapturedArg> capture_args(const torch::jit::Stack& args) {
 
 namespace {
 
-at::Tensor rebuild(const CapturedArg& slot, size_t index) {
+at::Tensor rebuild(const CapturedArg& slot, size_t index, std::vector<QueuedView>& views) {
   const auto& snapshot = slot.tensors[index];
-  return snapshot.defined() ? snapshot.cpu_view() : slot.host_tensors[index];
+  if (!snapshot.defined()) return slot.host_tensors[index];
+  at::Tensor view = snapshot.cpu_view();
+  views.emplace_back(&snapshot, view);
+  return view;
 }
 
 }  // namespace
 
-torch::jit::Stack cpu_args(const std::vector<CapturedArg>& captured) {
+torch::jit::Stack cpu_args(const std::vector<CapturedArg>& captured,
+                           std::vector<QueuedView>& views) {
   torch::jit::Stack stack;
   stack.reserve(captured.size());
   for (const CapturedArg& slot : captured) {
@@ -166,19 +175,19 @@ torch::jit::Stack cpu_args(const std::vector<CapturedArg>& captured) {
         stack.push_back(slot.value);
         break;
       case CapturedArg::Kind::kTensor:
-        stack.push_back(rebuild(slot, 0));
+        stack.push_back(rebuild(slot, 0, views));
         break;
       case CapturedArg::Kind::kTensorList: {
         c10::List<at::Tensor> list;
         list.reserve(slot.tensors.size());
-        for (size_t i = 0; i < slot.tensors.size(); ++i) list.push_back(rebuild(slot, i));
+        for (size_t i = 0; i < slot.tensors.size(); ++i) list.push_back(rebuild(slot, i, views));
         stack.push_back(std::move(list));
         break;
       }
       case CapturedArg::Kind::kOptionalTensorList: {
         c10::List<std::optional<at::Tensor>> list;
         for (size_t i = 0; i < slot.tensors.size(); ++i) {
-          at::Tensor tensor = rebuild(slot, i);
+          at::Tensor tensor = rebuild(slot, i, views);
           list.push_back(tensor.defined() ? std::optional<at::Tensor>(std::move(tensor))
                                           : std::nullopt);
         }
@@ -190,15 +199,14 @@ torch::jit::Stack cpu_args(const std::vector<CapturedArg>& captured) {
   return stack;
 }
 
-torch::jit::Stack cpu_args_now(const torch::jit::Stack& args,
-                               std::unordered_map<const c10::TensorImpl*, at::Tensor>& views) {
+torch::jit::Stack cpu_args_now(const torch::jit::Stack& args, std::vector<LiveView>& views) {
   torch::jit::Stack stack;
   stack.reserve(args.size());
   for (const c10::IValue& arg : args) {
     c10::IValue mapped = map_tensors(arg, [&](const at::Tensor& tensor) -> at::Tensor {
       if (!is_tpu(tensor)) return tensor;
       at::Tensor view = executors::host::cpu_view_now(tensor);
-      views.emplace(view.unsafeGetTensorImpl(), tensor);
+      views.push_back(LiveView{view, tensor, view.storage().data()});
       return view;
     });
     stack.push_back(cpu_side_value(mapped));

@@ -37,12 +37,23 @@ struct CapturedArg {
 // Captures `args` at queue time: tpu tensors as snapshots, CPU tensors cloned (the host may
 // change them before the op runs), generators swapped for the CPU generators kernels use.
 std::vector<CapturedArg> capture_args(const torch::jit::Stack& args);
-// Rebuilds the CPU argument stack from captured args (call where the op runs).
-torch::jit::Stack cpu_args(const std::vector<CapturedArg>& captured);
+// A CPU view made for a queued op, with the snapshot it came from (for write-back).
+using QueuedView = std::pair<const executors::host::TensorSnapshot*, at::Tensor>;
+
+// Rebuilds the CPU argument stack from captured args (call where the op runs); every view made
+// is appended to `views`.
+torch::jit::Stack cpu_args(const std::vector<CapturedArg>& captured,
+                           std::vector<QueuedView>& views);
+
+// A CPU view made now from a live tpu tensor, for the synchronous fallback.
+struct LiveView {
+  at::Tensor view;
+  at::Tensor tpu;
+  const void* host_data;  // where the view pointed when made
+};
 
 // CPU arguments made now from live tpu tensors (for the synchronous fallback; the chip must be
-// idle). `views` maps each CPU view's impl back to its tpu tensor.
-torch::jit::Stack cpu_args_now(const torch::jit::Stack& args,
-                               std::unordered_map<const c10::TensorImpl*, at::Tensor>& views);
+// idle); every view made is appended to `views`.
+torch::jit::Stack cpu_args_now(const torch::jit::Stack& args, std::vector<LiveView>& views);
 
 }  // namespace torch_tpu::privateuse1

@@ -36,7 +36,7 @@ c10::DataPtr allocate_on(c10::DeviceIndex device, size_t nbytes) {
   runtime::Chip& chip = engine::chip(device);
   const runtime::DeviceAddress address = engine::translate_errors([&] {
     try {
-      return chip.allocator().allocate(nbytes);
+      return chip.allocator().allocate(nbytes, /*count_oom=*/false);
     } catch (const runtime::OutOfMemoryError&) {
       // Buffers freed by the host may still be held by queued ops; let them finish, retry once.
       engine::sync_device(device, "out_of_memory_retry");

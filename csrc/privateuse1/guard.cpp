@@ -124,7 +124,7 @@ bool TpuGuardImpl::queryEvent(void* event) const {
 
 void TpuGuardImpl::synchronizeEvent(void* event) const {
   if (event == nullptr) return;
-  static_cast<runtime::Event*>(event)->synchronize();
+  engine::blocking_wait([event] { static_cast<runtime::Event*>(event)->synchronize(); });
 }
 
 double TpuGuardImpl::elapsedTime(void* start, void* end, c10::DeviceIndex) const {

@@ -1,6 +1,5 @@
 #include "privateuse1/op_plan.h"
 
-#include <atomic>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -22,13 +21,22 @@ bool returns_need_data(const c10::FunctionSchema& schema) {
   return false;
 }
 
+// Ops whose CPU kernels size some outputs differently from their Meta kernels (embedding_bag's
+// auxiliary outputs feed its CPU backward, so their CPU shapes must be kept): they run on the
+// synchronous fallback, where outputs take the CPU kernel's shapes.
+bool cpu_shapes_differ_from_meta(const std::string& name) {
+  return name == "aten::_embedding_bag" || name == "aten::_embedding_bag_forward_only";
+}
+
 std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
   const c10::FunctionSchema& schema = op.schema();
   auto plan = std::make_unique<OpPlan>();
   plan->name = schema.name();
   if (!schema.overload_name().empty()) plan->name += "." + schema.overload_name();
   plan->mutates_args = schema.is_mutable();
-  if (returns_need_data(schema)) plan->strategy = OpStrategy::kSyncFallback;
+  if (returns_need_data(schema) || cpu_shapes_differ_from_meta(schema.name())) {
+    plan->strategy = OpStrategy::kSyncFallback;
+  }
   if (!plan->mutates_args) plan->out_variant = out_variant_of(op);
   return plan;
 }
@@ -51,7 +59,5 @@ OpPlan& plan_of(const c10::OperatorHandle& op) {
   auto [it, inserted] = g_plans.emplace(key, std::move(plan));
   return *it->second;
 }
-
-void demote_to_sync_fallback(OpPlan& plan) { plan.strategy = OpStrategy::kSyncFallback; }
 
 }  // namespace torch_tpu::privateuse1

@@ -3,7 +3,6 @@
 // synchronous CPU fallback), and its out= overload.
 #pragma once
 
-#include <atomic>
 #include <optional>
 #include <string>
 
@@ -13,19 +12,19 @@ namespace torch_tpu::privateuse1 {
 
 enum class OpStrategy {
   kQueued,       // output shapes from the Meta kernel; runs on the chip's queue
-  kSyncFallback  // waits for the chip, runs on CPU views of chip memory (data-dependent ops)
+  kSyncFallback  // returns a non-tensor value read from chip data (equal, is_nonzero), or
+                 // CPU and Meta kernels disagree on output shapes; calls whose output shapes
+                 // need data are marked per call in the shape cache instead
 };
 
 struct OpPlan {
   std::string name;  // "aten::add.Tensor"; stable address for the op's lifetime
-  std::atomic<OpStrategy> strategy{OpStrategy::kQueued};
+  OpStrategy strategy = OpStrategy::kQueued;
   bool mutates_args = false;                     // in-place or out= op
   std::optional<c10::OperatorHandle> out_variant;  // for functional ops
 };
 
 // The cached plan of `op` (thread-safe; the reference stays valid).
 OpPlan& plan_of(const c10::OperatorHandle& op);
-// Marks `op` as needing the synchronous fallback from now on.
-void demote_to_sync_fallback(OpPlan& plan);
 
 }  // namespace torch_tpu::privateuse1

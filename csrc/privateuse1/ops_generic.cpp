@@ -35,6 +35,40 @@ void call_cpu(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
   op.redispatchBoxed(kCpuKeys, &stack);
 }
 
+// An op queued on a chip: the CPU kernel to run, its captured arguments, and the fresh outputs
+// it writes (through an out= overload, or by copying the functional kernel's results).
+struct QueuedOp {
+  c10::OperatorHandle cpu_op;
+  std::vector<CapturedArg> captured;
+  std::vector<executors::host::TensorSnapshot> targets;
+  bool use_out_variant;
+  bool copy_results;
+};
+
+void run_queued_unchecked(const QueuedOp& queued) {
+  std::vector<QueuedView> views;
+  torch::jit::Stack cpu_stack = cpu_args(queued.captured, views);
+  if (queued.use_out_variant) {
+    for (const auto& target : queued.targets) {
+      cpu_stack.push_back(target.cpu_view());
+      views.emplace_back(&target, cpu_stack.back().toTensor());
+    }
+  }
+  call_cpu(queued.cpu_op, cpu_stack);
+  for (const auto& [snapshot, view] : views) snapshot->write_back_if_moved(view);
+  if (!queued.copy_results) return;
+  size_t next = 0;
+  for (const c10::IValue& value : cpu_stack) {
+    if (value.isTensor() && value.toTensor().defined()) {
+      queued.targets[next++].cpu_view().copy_(value.toTensor());
+    } else if (value.isTensorList()) {
+      for (const at::Tensor& tensor : value.toTensorList()) {
+        queued.targets[next++].cpu_view().copy_(tensor);
+      }
+    }
+  }
+}
+
 // The argument index whose alias set the return `ret` shares (a view return), or -1.
 int aliased_argument(const c10::FunctionSchema& schema, const c10::Argument& ret) {
   if (ret.alias_info() == nullptr) return -1;
@@ -154,23 +188,50 @@ void check_finite(const std::string& op_name, const std::vector<at::Tensor>& out
   }
 }
 
+// Runs on the chip's queue. Errors keep PyTorch's message without the C++ backtrace: they
+// reach Python users at a later sync, where a backtrace of the worker thread only confuses.
+void run_queued(const QueuedOp& queued) {
+  try {
+    run_queued_unchecked(queued);
+  } catch (const c10::Error& error) {
+    throw std::runtime_error(error.what_without_backtrace());
+  }
+}
+
+// Brings a tpu argument up to date after a CPU kernel resized its view (out= arguments of
+// data-dependent ops): new geometry on the tpu tensor, and moved contents copied back.
+void write_back_live_view(const LiveView& live, const OpPlan& plan, c10::Device device) {
+  const bool moved = executors::host::moved_off_chip(live.view, live.host_data);
+  if (live.view.sizes() != live.tpu.sizes()) resize_tensor(live.tpu, live.view.sizes(), std::nullopt);
+  if (!moved) return;
+  const executors::host::TensorSnapshot target(live.tpu);
+  engine::launch(device.index(), plan.name.c_str(),
+                 [target, source = live.view] { target.cpu_view().copy_(source); });
+}
+
 // The synchronous fallback: waits for the chip, runs the CPU kernel on views of chip memory.
+// Replaces the op's `num_args` arguments on `stack` with its results.
 void run_sync_fallback(const c10::OperatorHandle& op, const OpPlan& plan, c10::Device device,
-                       torch::jit::Stack* stack) {
+                       const torch::jit::Stack& args, torch::jit::Stack* stack) {
   engine::count_fallback(plan.name);
   engine::sync_device(device.index(), "cpu_fallback");
-  TensorMap views;
-  torch::jit::Stack cpu_stack = cpu_args_now(*stack, views);
+  std::vector<LiveView> views;
+  torch::jit::Stack cpu_stack = cpu_args_now(args, views);
   engine::translate_errors([&] { call_cpu(op, cpu_stack); });
-  stack->clear();
+  for (const LiveView& live : views) write_back_live_view(live, plan, device);
+  torch::jit::drop(*stack, args.size());
   for (c10::IValue& value : cpu_stack) {
     if (!value.isTensor()) {
       stack->push_back(std::move(value));
       continue;
     }
     const at::Tensor& result = value.toTensor();
-    if (auto it = views.find(result.unsafeGetTensorImpl()); it != views.end()) {
-      stack->push_back(it->second);  // the op returned one of its (mutated) arguments
+    const auto returned_argument =
+        std::find_if(views.begin(), views.end(), [&](const LiveView& live) {
+          return live.view.unsafeGetTensorImpl() == result.unsafeGetTensorImpl();
+        });
+    if (returned_argument != views.end()) {
+      stack->push_back(returned_argument->tpu);  // the op returned one of its arguments
       continue;
     }
     // A fresh CPU result: move it onto the chip, in queue order.
@@ -183,17 +244,84 @@ void run_sync_fallback(const c10::OperatorHandle& op, const OpPlan& plan, c10::D
   }
 }
 
+// True for ops that only update arguments in place (add_, _fused_adam_): no out= arguments,
+// and every return is one of the mutated arguments.
+bool is_in_place_only(const c10::FunctionSchema& schema) {
+  if (!schema.is_mutable()) return false;
+  for (const auto& arg : schema.arguments()) {
+    if (arg.kwarg_only() && arg.alias_info() != nullptr && arg.alias_info()->isWrite()) return false;
+  }
+  for (const auto& ret : schema.returns()) {
+    if (ret.alias_info() == nullptr || !ret.alias_info()->isWrite() ||
+        ret.type()->kind() != c10::TypeKind::TensorType) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Output specs of an in-place-only op read off its schema: each return is its argument,
+// unchanged in shape (in-place ops never resize).
+std::optional<OutputSpecs> specs_from_schema(const c10::FunctionSchema& schema,
+                                             const torch::jit::Stack& args) {
+  OutputSpecs specs;
+  for (const auto& ret : schema.returns()) {
+    const int index = aliased_argument(schema, ret);
+    if (index < 0 || !args[index].isTensor()) return std::nullopt;
+    torch::jit::Stack leading(args.begin(), args.begin() + index);
+    const at::Tensor& tensor = args[index].toTensor();
+    TensorSpec spec;
+    spec.kind = TensorSpec::Kind::kMutatedArgument;
+    spec.position = static_cast<int>(flatten_tensors(leading).size());
+    spec.sizes.assign(tensor.sizes().begin(), tensor.sizes().end());
+    spec.strides.assign(tensor.strides().begin(), tensor.strides().end());
+    spec.dtype = tensor.scalar_type();
+    specs.push_back(ReturnSpec{ReturnSpec::Kind::kTensor, {spec}});
+  }
+  return specs;
+}
+
+// Runs the op's Meta kernel on stand-ins of `args`. Calls it cannot shape (a Meta kernel that
+// is missing or needs data) get the kSyncFallback marker; in-place-only ops without a Meta
+// kernel get their specs from the schema. Bad input raises here (from the CPU kernel if the
+// Meta kernel's error was not a usable one).
+OutputSpecs infer_output_specs(const c10::OperatorHandle& op, const torch::jit::Stack& args) {
+  const c10::FunctionSchema& schema = op.schema();
+  TensorMap originals;
+  torch::jit::Stack meta_stack = to_meta_args(args, originals);
+  bool meta_missing = false;
+  try {
+    op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
+    return specs_from_meta(schema, meta_stack, originals, args);
+  } catch (const c10::NotImplementedError&) {
+    meta_missing = true;
+  } catch (const std::exception&) {
+    // A Meta kernel that needs data (Python ones raise their own types) or bad input; the
+    // synchronous fallback's CPU kernel raises the right error for the latter.
+  }
+  if (meta_missing && is_in_place_only(schema)) {
+    if (auto specs = specs_from_schema(schema, args)) return *specs;
+  }
+  return {ReturnSpec{ReturnSpec::Kind::kSyncFallback, {}}};
+}
+
 // A random op given no generator must draw from the chip's default generator, not the CPU
 // kernel's default (the CPU generator), so tpu seeds and RNG state mean what they say.
 void use_tpu_default_generator(const c10::FunctionSchema& schema, c10::Device device,
                                torch::jit::Stack& args) {
   const auto& params = schema.arguments();
   for (size_t i = 0; i < params.size(); ++i) {
-    if (!args[i].isNone()) continue;
     const c10::TypePtr& type = params[i].type();
-    if (type->kind() == c10::TypeKind::OptionalType &&
-        type->containedType(0)->kind() == c10::TypeKind::GeneratorType) {
+    const bool generator_param = type->kind() == c10::TypeKind::OptionalType &&
+                                 type->containedType(0)->kind() == c10::TypeKind::GeneratorType;
+    if (!generator_param) continue;
+    if (args[i].isNone()) {
       args[i] = default_generator(device.index());
+    } else {
+      const c10::Device generator_device = args[i].toGenerator().device();
+      TORCH_CHECK(generator_device.type() == c10::DeviceType::PrivateUse1,
+                  "Expected a 'tpu' device type for generator but found '",
+                  generator_device.type(), "'");
     }
   }
 }
@@ -211,9 +339,7 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   use_tpu_default_generator(schema, device, args);
 
   if (plan.strategy == OpStrategy::kSyncFallback) {
-    torch::jit::drop(*stack, num_args);
-    stack->insert(stack->end(), args.begin(), args.end());
-    run_sync_fallback(op, plan, device, stack);
+    run_sync_fallback(op, plan, device, args, stack);
     return;
   }
 
@@ -221,26 +347,22 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   // checks the arguments) without touching data.
   CallSignature signature = call_signature(op, args);
   std::optional<OutputSpecs> specs = lookup_output_specs(signature);
+  const auto needs_data = [](const OutputSpecs& found) {
+    return found.size() == 1 && found.front().kind == ReturnSpec::Kind::kSyncFallback;
+  };
   if (!specs.has_value()) {
-    TensorMap originals;
-    torch::jit::Stack meta_stack = to_meta_args(args, originals);
-    bool meta_failed = false;
-    try {
-      op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
-    } catch (const std::exception&) {
-      // No Meta kernel, a Meta kernel that cannot handle data-dependent shapes (Python ones raise
-      // their own types), or bad input: the CPU kernel then raises the right error itself.
-      meta_failed = true;
-    }
-    if (meta_failed) {
-      torch::jit::drop(*stack, num_args);
-      stack->insert(stack->end(), args.begin(), args.end());
-      run_sync_fallback(op, plan, device, stack);
-      demote_to_sync_fallback(plan);  // reached only if the CPU kernel accepted the input
+    specs = infer_output_specs(op, args);
+    if (needs_data(*specs)) {
+      run_sync_fallback(op, plan, device, args, stack);
+      // Cached only now: had the CPU kernel rejected the input, this structure may still be
+      // fine with other scalar values.
+      store_output_specs(std::move(signature), *specs);
       return;
     }
-    specs = specs_from_meta(schema, meta_stack, originals, args);
     store_output_specs(std::move(signature), *specs);
+  } else if (needs_data(*specs)) {
+    run_sync_fallback(op, plan, device, args, stack);
+    return;
   }
 
   std::vector<at::Tensor> fresh;  // outputs allocated here (written by the queued op)
@@ -273,26 +395,8 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   const c10::OperatorHandle cpu_op = use_out_variant ? *plan.out_variant : op;
   const bool copy_results = !plan.mutates_args && !use_out_variant && !targets.empty();
   engine::launch(device.index(), plan.name.c_str(),
-                 [cpu_op, captured = std::move(captured), targets = std::move(targets),
-                  use_out_variant, copy_results] {
-                   torch::jit::Stack cpu_stack = cpu_args(captured);
-                   if (use_out_variant) {
-                     for (const auto& target : targets) cpu_stack.push_back(target.cpu_view());
-                   }
-                   call_cpu(cpu_op, cpu_stack);
-                   if (copy_results) {
-                     size_t next = 0;
-                     for (const c10::IValue& value : cpu_stack) {
-                       if (value.isTensor() && value.toTensor().defined()) {
-                         targets[next++].cpu_view().copy_(value.toTensor());
-                       } else if (value.isTensorList()) {
-                         for (const at::Tensor& tensor : value.toTensorList()) {
-                           targets[next++].cpu_view().copy_(tensor);
-                         }
-                       }
-                     }
-                   }
-                 });
+                 [queued = QueuedOp{cpu_op, std::move(captured), std::move(targets),
+                                    use_out_variant, copy_results}] { run_queued(queued); });
   if (engine::current_mode() == engine::ExecutionMode::kDebug && engine::check_nans_enabled()) {
     check_finite(plan.name, outputs);
   }

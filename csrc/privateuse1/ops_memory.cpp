@@ -5,6 +5,8 @@
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/set_native.h>
 #include <ATen/ops/unfold_native.h>
+#include <ATen/ops/view_as_complex_native.h>
+#include <ATen/ops/view_as_real_native.h>
 #include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
@@ -79,15 +81,45 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage(self, std::move(empty), 0, {0}, {});
 }
 
+// Queued tpu ops hold their inputs until they have run, whatever stream they run on, so a
+// tensor never needs to be recorded on a stream (unlike CUDA's caching allocator).
+void record_stream(at::Tensor&, c10::Stream stream) {
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
+              "record_stream: expected a tpu stream, got one on ", stream.device());
+}
+
+// Quantized tensors dispatch to QuantizedPrivateUse1, where no kernel exists; say so clearly.
+void reject_quantized(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
+  std::string dtype = "of quantized tensors";
+  const auto& params = op.schema().arguments();
+  const auto args = torch::jit::last(*stack, params.size());
+  for (size_t i = 0; i < params.size(); ++i) {
+    c10::TypePtr type = params[i].type();
+    if (type->kind() == c10::TypeKind::OptionalType) type = type->containedType(0);
+    if (type->kind() == c10::TypeKind::ScalarTypeType && args[i].isInt()) {
+      dtype = c10::toString(static_cast<c10::ScalarType>(args[i].toInt()));
+    }
+  }
+  TORCH_CHECK_TYPE(false, "not supported on tpu yet: dtype ", dtype, " (quantized, in ",
+                   op.schema().name(), ")");
+}
+
 }  // namespace
 
+TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
+  m.fallback(torch::CppFunction::makeFromBoxedFunction<&reject_quantized>());
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("record_stream", TORCH_FN(record_stream));
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
   m.impl("view", TORCH_FN(at::native::view));
   m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
   m.impl("unfold", TORCH_FN(at::native::unfold));
+  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
+  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
   m.impl("resize_", TORCH_FN(resize_));
   m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
   m.impl("set_.source_Storage", TORCH_FN(at::native::set_));

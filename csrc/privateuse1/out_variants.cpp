@@ -48,9 +48,19 @@ const std::unordered_map<std::string, std::vector<std::string>>& overloads_by_na
   return index;
 }
 
+// Loss ops with a `reduction` argument have CPU out= kernels that expect the output sized like
+// the input, not like the reduced result (binary_cross_entropy_out computes into a wrongly
+// shaped buffer and returns different numbers): they run functionally and are copied.
+bool has_reduction_argument(const c10::FunctionSchema& schema) {
+  for (const auto& arg : schema.arguments()) {
+    if (arg.name() == "reduction") return true;
+  }
+  return false;
+}
+
 std::optional<c10::OperatorHandle> search(const c10::OperatorHandle& functional) {
   const c10::FunctionSchema& schema = functional.schema();
-  if (!returns_only_tensors(schema)) return std::nullopt;
+  if (!returns_only_tensors(schema) || has_reduction_argument(schema)) return std::nullopt;
   const auto& index = overloads_by_name();
   const auto it = index.find(schema.name());
   if (it == index.end()) return std::nullopt;

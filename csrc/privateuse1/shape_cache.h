@@ -25,9 +25,10 @@ struct TensorSpec {
   int position = -1;  // kMutatedArgument: flattened tensor position; kViewOfArgument: arg index
 };
 
-// One return of the op: None, a tensor, or a list of tensors.
+// One return of the op: None, a tensor, or a list of tensors. A cached entry holding a single
+// kSyncFallback says calls of this structure need data (the Meta kernel cannot shape them).
 struct ReturnSpec {
-  enum class Kind { kNone, kTensor, kTensorList };
+  enum class Kind { kNone, kTensor, kTensorList, kSyncFallback };
   Kind kind = Kind::kNone;
   std::vector<TensorSpec> tensors;  // one for kTensor
 };

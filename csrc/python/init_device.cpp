@@ -13,7 +13,23 @@ namespace torch_tpu::python {
 
 namespace py = pybind11;
 
+namespace {
+
+// Waits for the chip with the GIL released when the calling thread holds it (see
+// engine::set_blocking_wait_wrapper for why).
+void wait_without_gil(const std::function<void()>& wait) {
+  if (PyGILState_Check()) {
+    py::gil_scoped_release no_gil;
+    wait();
+  } else {
+    wait();
+  }
+}
+
+}  // namespace
+
 void init_device(py::module_& m) {
+  engine::set_blocking_wait_wrapper(&wait_without_gil);
   m.def("_init", [] {
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
     at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);

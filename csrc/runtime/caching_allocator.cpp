@@ -73,11 +73,11 @@ CachingAllocator::~CachingAllocator() {
   for (Block* block : blocks) delete block;
 }
 
-DeviceAddress CachingAllocator::allocate(size_t bytes) {
+DeviceAddress CachingAllocator::allocate(size_t bytes, bool count_oom) {
   if (bytes == 0) throw RuntimeError("CachingAllocator::allocate: size must be positive");
   if (bytes > memory_.capacity()) {
     std::lock_guard<std::mutex> lock(mutex_);
-    ++stats_.num_ooms;
+    if (count_oom) ++stats_.num_ooms;
     throw OutOfMemoryError(memory_.chip_index(), bytes,
                            memory_.capacity() - memory_.reserved_bytes(), memory_.capacity());
   }
@@ -97,7 +97,7 @@ DeviceAddress CachingAllocator::allocate(size_t bytes) {
       block = reserve_segment_block(segment_size, small);
     }
     if (block == nullptr) {
-      ++stats_.num_ooms;
+      if (count_oom) ++stats_.num_ooms;
       throw OutOfMemoryError(memory_.chip_index(), bytes,
                              memory_.capacity() - memory_.reserved_bytes(),
                              memory_.capacity());

@@ -29,8 +29,9 @@ class CachingAllocator {
 
   // A block of at least `bytes` (bytes > 0), 512-byte aligned. Reuses a cached block when one
   // fits; otherwise reserves a segment, emptying the cache once if memory is full. Throws
-  // OutOfMemoryError naming the request, the free bytes and the capacity.
-  DeviceAddress allocate(size_t bytes);
+  // OutOfMemoryError naming the request, the free bytes and the capacity. `count_oom` = false
+  // for a first attempt the caller will retry (after freeing memory), so one failure counts once.
+  DeviceAddress allocate(size_t bytes, bool count_oom = true);
   // Returns a block from allocate() to the cache. Unknown addresses throw RuntimeError.
   void free(DeviceAddress address);
   // Usable size of a live block.

@@ -142,6 +142,15 @@ TEST_F(CachingAllocatorTest, OutOfMemoryReportsNumbersAndAllocatorRecovers) {
   EXPECT_EQ(allocator_.stats().allocation[kAllPools].current, 0);
 }
 
+TEST_F(CachingAllocatorTest, AttemptsTheCallerWillRetryDoNotCountAsOoms) {
+  const DeviceAddress a = allocator_.allocate(40 * kMiB);
+  EXPECT_THROW(allocator_.allocate(40 * kMiB, /*count_oom=*/false), OutOfMemoryError);
+  EXPECT_EQ(allocator_.stats().num_ooms, 0);
+  EXPECT_THROW(allocator_.allocate(40 * kMiB), OutOfMemoryError);
+  EXPECT_EQ(allocator_.stats().num_ooms, 1);
+  allocator_.free(a);
+}
+
 TEST_F(CachingAllocatorTest, FullChipRetriesAfterReleasingCachedSegments) {
   allocator_.free(allocator_.allocate(40 * kMiB));
   EXPECT_EQ(memory_.reserved_bytes(), 40 * kMiB);  // cached, not released

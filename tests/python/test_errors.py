@@ -51,12 +51,6 @@ print(json.dumps(result))
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a CPU 0-dim tensor as the FIRST operand of a binary op (torch.tensor(2.5) * x, "
-    "torch.tensor(1.) + x, torch.tensor(1.) / x) fails the op's Meta kernel, so the call takes "
-    "the synchronous CPU fallback; worse, the generic kernel then demotes the op (aten::mul, "
-    "aten::add, aten::div) to the synchronous fallback for the rest of the process, so every "
-    "later plain `x * 2` waits for the chip and is counted as a fallback"))
 def test_cpu_zero_dim_first_operand_runs_queued_and_demotes_nothing():
     # In a fresh interpreter: the demotion it shows would slow down every later test.
     result = json.loads(run_python_ok(FIRST_OPERAND_SCRIPT))
@@ -85,12 +79,6 @@ def test_unsupported_dtype_is_a_clear_error(dtype):
         torch.empty(2, dtype=dtype, device="tpu")
 
 
-@pytest.mark.xfail(strict=True, raises=NotImplementedError, reason=(
-    "quantized dtypes (torch.quint8, qint8) never reach the backend's dtype check: "
-    "torch.empty(2, dtype=torch.quint8, device='tpu') raises PyTorch's generic \"Could not run "
-    "'aten::empty.memory_format' with arguments from the 'Quantizedtpu' backend...\" "
-    "(NotImplementedError, naming no dtype) instead of the intended TypeError 'not supported "
-    "on tpu yet: dtype QUInt8'"))
 @pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8], ids=str)
 def test_quantized_dtype_is_a_clear_error(dtype):
     with pytest.raises(TypeError, match="not supported on tpu yet: dtype"):

@@ -198,9 +198,5 @@ def test_out_of_memory_after_filling_then_freeing_recovers():
     assert result["compute"] == [float(i * i) for i in range(10)]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "memory_stats()['num_ooms'] counts 2 for one OutOfMemoryError raised to the user: "
-    "allocate_on() (device_allocator.cpp) retries once after synchronizing and the retry's "
-    "failure is counted again; CUDA counts one per OOM"))
 def test_one_out_of_memory_error_counts_once(oom_result):
     assert oom_result["num_ooms"] == 1

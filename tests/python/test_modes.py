@@ -105,10 +105,6 @@ def test_async_error_surfaces_at_the_next_sync_naming_the_op(sync_point):
     assert_tpu_close(x.index_select(0, torch.tensor([3, 1], device="tpu")), x_cpu[[3, 1]])
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "an async error's message carries the CPU kernel's C++ backtrace ('Exception raised from "
-    "... frame #0: c10::Error::Error ...'): the stream keeps e.what() of the c10::Error instead "
-    "of what_without_backtrace(); synchronous errors do not show it"))
 def test_async_error_message_has_no_cpp_backtrace():
     out_of_range_index_select()
     with pytest.raises(RuntimeError) as error:

@@ -246,11 +246,6 @@ def test_nll_and_l1_losses():
                      F.mse_loss(x_cpu, y_cpu, reduction="none"))
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "losses whose CPU out= kernel resizes its output (mse_loss/smooth_l1_loss with reduction "
-    "'mean' or 'sum', huber_loss, binary_cross_entropy) fail asynchronously with 'Trying to "
-    "resize storage that is not resizable': the generic kernel runs them on fixed-size CPU "
-    "views of chip memory"))
 @pytest.mark.parametrize("loss", [
     lambda x, y: F.mse_loss(x, y),
     lambda x, y: F.mse_loss(x, y, reduction="sum"),
@@ -262,10 +257,6 @@ def test_reduced_losses(loss):
     check_binary(loss)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "F.embedding_bag fails asynchronously in aten::_embedding_bag_forward_only with 'Trying "
-    "to resize storage that is not resizable' (CPU kernel resizes outputs the Meta kernel "
-    "sized differently)"))
 def test_embedding_bag():
     weight_cpu, weight_tpu = cpu_and_tpu(10, 3)
     ids, offsets = [0, 1, 2, 3], [0, 2]
@@ -533,11 +524,6 @@ def test_data_dependent_ops_see_queued_writes():
     assert_tpu_close(list(results[1]), list(results[0]))
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "out= of an op on the synchronous CPU fallback (nonzero, masked_select) cannot resize its "
-    "output: torch.nonzero(x, out=torch.empty(0, dtype=torch.long, device='tpu')) raises "
-    "'Trying to resize storage that is not resizable' (the CPU kernel resizes a fixed-size CPU "
-    "view of chip memory)"))
 @pytest.mark.parametrize("op", ["nonzero", "masked_select"])
 def test_data_dependent_out_variants_resize_their_output(op):
     x_cpu, x_tpu = cpu_and_tpu(5, 6)
@@ -714,10 +700,6 @@ def test_set_():
     on_both(program)
 
 
-@pytest.mark.xfail(strict=True, raises=RuntimeError, reason=(
-    "views that change the dtype's size of a complex tensor (torch.view_as_real, .real, .imag) "
-    "raise 'setStorage: ... itemsize 8 requiring a storage size of 96 are out of bounds for "
-    "storage of size 48': the tpu view is rebuilt with the complex base's itemsize"))
 @pytest.mark.parametrize("view", [torch.view_as_real, lambda z: z.real, lambda z: z.imag],
                          ids=["view_as_real", "real", "imag"])
 def test_complex_views(view):

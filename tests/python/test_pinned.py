@@ -111,11 +111,5 @@ print("seeded")
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "deadlock: torch.manual_seed (also torch.tpu.get_rng_state/set_rng_state, "
-    "torch.tpu.empty_cache) waits for the chip while holding the GIL; when the queued "
-    "non_blocking copy finishes, dropping its reference to the pinned source tensor (whose "
-    "Python object was deleted meanwhile) calls TensorImpl::decref_pyobject on the stream "
-    "worker, which needs the GIL -> both wait forever"))
 def test_dropping_a_pinned_source_then_seeding_does_not_deadlock():
     assert finishes_within(DEADLOCK_SCRIPT, timeout=10), "torch.manual_seed hung (deadlock)"

@@ -108,10 +108,6 @@ def test_explicit_tpu_generator():
     assert ints.is_tpu and 0 <= ints.min().item() and ints.max().item() < 5
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "a CPU torch.Generator passed to a tpu random op is silently used (the generic kernel "
-    "forwards it to the CPU kernel); CUDA raises \"Expected a 'cuda' device type for generator "
-    "but found 'cpu'\""))
 def test_cpu_generator_is_rejected_for_tpu_tensors():
     with pytest.raises(RuntimeError, match="device type for generator"):
         torch.randn(3, device="tpu", generator=torch.Generator())

@@ -106,10 +106,5 @@ print("saved")
 """
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "deadlock: torch.save (UntypedStorage.cpu -> copy_) waits for the chip while holding the "
-    "GIL; when the queued op that finishes meanwhile drops the last C++ reference to a storage "
-    "that has a Python object, the stream worker calls StorageImpl::decref_pyobject, which "
-    "needs the GIL -> both wait forever"))
 def test_save_does_not_deadlock_with_queued_work():
     assert finishes_within(DEADLOCK_SCRIPT, timeout=10), "torch.save hung (deadlock)"

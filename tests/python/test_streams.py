@@ -129,10 +129,6 @@ def test_event_elapsed_time():
         start.elapsed_time(untimed)
 
 
-@pytest.mark.xfail(strict=True, raises=NotImplementedError, reason=(
-    "Tensor.record_stream on a tpu tensor raises \"Could not run 'aten::record_stream' with "
-    "arguments from the 'CPU' backend\": the generic kernel sends it to the CPU fallback, "
-    "which has no kernel; CUDA code uses it routinely with side streams"))
 def test_record_stream():
     side = torch.tpu.Stream()
     x = torch.ones(4, device="tpu")

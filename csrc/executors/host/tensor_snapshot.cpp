@@ -1,6 +1,7 @@
 #include "executors/host/tensor_snapshot.h"
 
-#include <ATen/ops/from_blob.h>
+#include <ATen/EmptyTensor.h>
+#include <c10/core/CPUAllocator.h>
 #include <c10/util/Exception.h>
 
 #include "runtime/chip.h"
@@ -19,8 +20,17 @@ namespace {
 
 at::Tensor make_cpu_view(const void* device_data, c10::IntArrayRef sizes,
                          c10::IntArrayRef strides, c10::ScalarType dtype) {
-  return at::from_blob(host_address(device_data), sizes, strides,
-                       at::TensorOptions().dtype(dtype).device(c10::kCPU));
+  const auto type = caffe2::TypeMeta::fromScalarType(dtype);
+  const size_t nbytes = at::detail::computeStorageNbytes(sizes, strides, type.itemsize());
+  // A non-owning DataPtr in a resizable storage: a CPU kernel that resizes its output gets
+  // fresh host memory (see write_back_if_moved) instead of an error.
+  c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes,
+                       c10::DataPtr(host_address(device_data), c10::Device(c10::kCPU)),
+                       c10::GetCPUAllocator(), /*resizable=*/true);
+  at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(
+      std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), type);
+  view.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
+  return view;
 }
 
 const void* element0_address(const at::Tensor& tensor) {
@@ -44,6 +54,17 @@ TensorSnapshot::TensorSnapshot(const at::Tensor& tensor)
 at::Tensor TensorSnapshot::cpu_view() const {
   if (!defined_) return at::Tensor();
   return make_cpu_view(device_data_, sizes_, strides_, dtype_);
+}
+
+void TensorSnapshot::write_back_if_moved(const at::Tensor& view) const {
+  if (!defined_ || !moved_off_chip(view, host_address(device_data_))) return;
+  TORCH_CHECK(view.sizes() == c10::IntArrayRef(sizes_), "a CPU kernel resized an output from ",
+              c10::IntArrayRef(sizes_), " to ", view.sizes(), " (expected by its Meta kernel)");
+  cpu_view().copy_(view);
+}
+
+bool moved_off_chip(const at::Tensor& view, const void* host_data) {
+  return view.storage().data() != host_data || view.storage_offset() != 0;
 }
 
 at::Tensor cpu_view_now(const at::Tensor& tensor) {

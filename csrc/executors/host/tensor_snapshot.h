@@ -17,6 +17,9 @@ class TensorSnapshot {
 
   // A CPU tensor aliasing the captured chip memory (no copy). Call where the op runs.
   at::Tensor cpu_view() const;
+  // If a CPU kernel resized `view` (made by cpu_view) and so moved it to host memory, copies its
+  // final contents back into chip memory. Throws if its final shape is not the captured one.
+  void write_back_if_moved(const at::Tensor& view) const;
   bool defined() const { return defined_; }
 
  private:
@@ -34,5 +37,10 @@ void* host_address(const void* device_address);
 // A CPU tensor aliasing a tpu tensor's chip memory right now (no copy). Only valid while the
 // chip's queue is idle or inside a task on it.
 at::Tensor cpu_view_now(const at::Tensor& tensor);
+
+// CPU views are resizable (some CPU kernels resize their outputs, even temporarily): a resize
+// moves the view into fresh host memory. This says whether that happened to `view`, made over
+// host address `host_data`.
+bool moved_off_chip(const at::Tensor& view, const void* host_data);
 
 }  // namespace torch_tpu::executors::host
