@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "engine/metrics.h"
+#include "privateuse1/shape_cache.h"
 
 namespace torch_tpu::python {
 
@@ -15,6 +16,12 @@ void init_metrics(py::module_& m) {
     result["ops_launched"] = snapshot.ops_launched;
     result["fallbacks"] = snapshot.fallbacks;
     result["syncs"] = snapshot.syncs;
+    const privateuse1::ShapeCacheStats cache = privateuse1::shape_cache_stats();
+    py::dict shape_cache;
+    shape_cache["hits"] = cache.hits;
+    shape_cache["misses"] = cache.misses;
+    shape_cache["entries"] = cache.entries;
+    result["shape_cache"] = shape_cache;
     return result;
   });
   m.def("_reset_metrics", &engine::reset_metrics);

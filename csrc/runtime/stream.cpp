@@ -41,7 +41,11 @@ bool spin_until(Ready ready, Clock::duration budget) {
   }
 }
 
+std::atomic<TaskStartHook> g_task_start_hook{nullptr};
+
 }  // namespace
+
+void set_task_start_hook(TaskStartHook hook) { g_task_start_hook.store(hook); }
 
 Stream::Stream(int chip_index, int64_t id, int priority)
     : chip_index_(chip_index), id_(id), priority_(priority) {}
@@ -101,11 +105,11 @@ void Stream::start_worker_locked() { worker_ = std::thread([this] { run_worker()
 
 void Stream::run_worker() {
   uint64_t taken = 0;
+  std::deque<Entry> batch;
   for (;;) {
     // enqueued_ is read without the lock so the spin does not contend with enqueue().
     spin_until([&] { return enqueued_.load(std::memory_order_acquire) != taken; },
                kWorkerSpin);
-    Entry entry{};
     {
       std::unique_lock<std::mutex> lock(mutex_);
       while (queue_.empty()) {
@@ -114,40 +118,48 @@ void Stream::run_worker() {
         work_ready_.wait(lock);
         worker_sleeping_ = false;
       }
-      entry = std::move(queue_.front());
-      queue_.pop_front();
+      // Take everything queued at once: one lock round trip per batch, not per task, keeps
+      // the host's enqueue from contending with the worker when ops are tiny.
+      batch.swap(queue_);
     }
-    ++taken;
+    taken += batch.size();
+    for (Entry& entry : batch) run_entry(entry);
+    batch.clear();
+  }
+}
 
-    // Runs without the lock: tasks may enqueue onto this stream or free memory.
-    bool failed = false;
-    std::string message;
-    try {
-      entry.task();
-    } catch (const std::exception& e) {
-      failed = true;
-      message = e.what();
-    } catch (...) {
-      failed = true;
-      message = "unknown exception (not derived from std::exception)";
+void Stream::run_entry(Entry& entry) {
+  // Runs without the lock: tasks may enqueue onto this stream or free memory.
+  if (const TaskStartHook hook = g_task_start_hook.load(std::memory_order_relaxed)) {
+    hook(host_waiters_.load(std::memory_order_relaxed) > 0);
+  }
+  bool failed = false;
+  std::string message;
+  try {
+    entry.task();
+  } catch (const std::exception& e) {
+    failed = true;
+    message = e.what();
+  } catch (...) {
+    failed = true;
+    message = "unknown exception (not derived from std::exception)";
+  }
+  if (failed) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    // The first failure is the root cause; later ones are usually its consequences.
+    if (!pending_error_) {
+      pending_error_.emplace(entry.op_name != nullptr ? entry.op_name : "<unnamed>", message);
     }
-    if (failed) {
-      std::lock_guard<std::mutex> lock(mutex_);
-      // The first failure is the root cause; later ones are usually its consequences.
-      if (!pending_error_) {
-        pending_error_.emplace(entry.op_name != nullptr ? entry.op_name : "<unnamed>", message);
-      }
-    }
-    // Destroy the task's captures (which may free chip memory) before the task counts as done,
-    // so a host that synchronized sees that memory released.
-    entry.task = nullptr;
+  }
+  // Destroy the task's captures (which may free chip memory) before the task counts as done,
+  // so a host that synchronized sees that memory released.
+  entry.task = nullptr;
 
-    completed_.fetch_add(1);
-    if (host_waiters_.load() > 0) {
-      // Taking the lock orders this notify after the waiter's predicate check.
-      { std::lock_guard<std::mutex> lock(mutex_); }
-      work_done_.notify_all();
-    }
+  completed_.fetch_add(1);
+  if (host_waiters_.load() > 0) {
+    // Taking the lock orders this notify after the waiter's predicate check.
+    { std::lock_guard<std::mutex> lock(mutex_); }
+    work_done_.notify_all();
   }
 }
 

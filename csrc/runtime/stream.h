@@ -18,6 +18,12 @@ namespace torch_tpu::runtime {
 
 using Task = std::function<void()>;
 
+// Called on the worker thread before each task, told whether a host thread is blocked waiting
+// for this stream (the PyTorch layer sizes the task's intra-op parallelism from it: a busy
+// host needs a core). Set once, before any stream starts.
+using TaskStartHook = void (*)(bool host_waiting);
+void set_task_start_hook(TaskStartHook hook);
+
 class Stream {
  public:
   Stream(int chip_index, int64_t id, int priority);
@@ -49,6 +55,8 @@ class Stream {
     Task task;
   };
   void run_worker();
+  // Runs one task, keeping its error, then counts it done.
+  void run_entry(Entry& entry);
   void start_worker_locked();
 
   const int chip_index_;
