@@ -159,6 +159,11 @@ void store_output_specs(CallSignature signature, OutputSpecs specs) {
   g_cache.emplace(std::move(signature), std::move(specs));
 }
 
+void reset_shape_cache_stats() {
+  g_hits.store(0);
+  g_misses.store(0);
+}
+
 ShapeCacheStats shape_cache_stats() {
   std::shared_lock<std::shared_mutex> lock(g_mutex);
   return {g_hits.load(), g_misses.load(), static_cast<int64_t>(g_cache.size())};

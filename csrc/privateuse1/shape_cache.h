@@ -49,5 +49,7 @@ struct ShapeCacheStats {
   int64_t entries = 0;
 };
 ShapeCacheStats shape_cache_stats();
+// Zeroes the hit/miss counters (entries stay cached).
+void reset_shape_cache_stats();
 
 }  // namespace torch_tpu::privateuse1

@@ -24,7 +24,10 @@ void init_metrics(py::module_& m) {
     result["shape_cache"] = shape_cache;
     return result;
   });
-  m.def("_reset_metrics", &engine::reset_metrics);
+  m.def("_reset_metrics", [] {
+    engine::reset_metrics();
+    privateuse1::reset_shape_cache_stats();
+  });
 }
 
 }  // namespace torch_tpu::python

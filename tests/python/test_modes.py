@@ -167,8 +167,21 @@ except RuntimeError as error:
 
 # --- metrics ---------------------------------------------------------------------------------
 
+def test_repeated_calls_hit_the_shape_cache():
+    x = torch.randn(5, 7, device="tpu")
+    (x * 3).sum()                      # first time: shapes inferred (and cached)
+    torch_tpu.reset_metrics()
+    for _ in range(10):
+        (x * 3).sum()
+    cache = torch_tpu.metrics()["shape_cache"]
+    assert cache["misses"] == 0 and cache["hits"] >= 20
+
+
 def test_metrics_count_ops_and_syncs_by_reason():
-    assert torch_tpu.metrics() == {"ops_launched": 0, "fallbacks": {}, "syncs": {}}
+    fresh = torch_tpu.metrics()
+    assert {k: fresh[k] for k in ("ops_launched", "fallbacks", "syncs")} == {
+        "ops_launched": 0, "fallbacks": {}, "syncs": {}}
+    assert fresh["shape_cache"]["hits"] == fresh["shape_cache"]["misses"] == 0
     x = torch.ones(3, device="tpu")
     y = (x + 1) * 2
     launched = torch_tpu.metrics()["ops_launched"]
@@ -183,4 +196,7 @@ def test_metrics_count_ops_and_syncs_by_reason():
     assert metrics["syncs"]["device_synchronize"] == 1
     assert metrics["fallbacks"] == {}
     torch_tpu.reset_metrics()
-    assert torch_tpu.metrics() == {"ops_launched": 0, "fallbacks": {}, "syncs": {}}
+    fresh = torch_tpu.metrics()
+    assert {k: fresh[k] for k in ("ops_launched", "fallbacks", "syncs")} == {
+        "ops_launched": 0, "fallbacks": {}, "syncs": {}}
+    assert fresh["shape_cache"]["hits"] == fresh["shape_cache"]["misses"] == 0
