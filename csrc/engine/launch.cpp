@@ -1,6 +1,5 @@
 #include "engine/launch.h"
 
-#include <algorithm>
 #include <array>
 #include <atomic>
 
@@ -16,25 +15,15 @@ thread_local std::array<int64_t, kMaxChips> t_current_stream{};  // all default 
 
 std::atomic<BlockingWaitWrapper> g_wait_wrapper{nullptr};
 
-// libgomp (PyTorch's intra-op pool), loaded with torch. Both act on the calling thread only.
-extern "C" void omp_set_num_threads(int);
-extern "C" int omp_get_max_threads();
+extern "C" void omp_set_num_threads(int);  // libgomp, loaded with torch; per calling thread
 
-// Intra-op threads for the next task on this worker: all cores while the host waits for the
-// chip, one core fewer while the host runs Python ahead of it. Oversubscribing the cores makes
-// OpenMP's spinning barriers stall on a descheduled thread, which costs far more than a core.
-void size_task_parallelism(bool host_waiting) {
-  thread_local const int all_cores = omp_get_max_threads();
-  thread_local int current = all_cores;
-  const int wanted = host_waiting ? all_cores : std::max(1, all_cores - 1);
-  if (wanted != current) {
-    omp_set_num_threads(wanted);
-    current = wanted;
-  }
-}
+// Kernels on a stream's worker thread run single-threaded, so the worker never starts an
+// OpenMP team of its own (see runtime/stream.h); parallel work happens when a waiting host runs
+// the queue with its own team.
+void make_worker_single_threaded() { omp_set_num_threads(1); }
 
-const bool g_task_hook_set = [] {
-  runtime::set_task_start_hook(&size_task_parallelism);
+const bool g_worker_hook_set = [] {
+  runtime::set_worker_start_hook(&make_worker_single_threaded);
   return true;
 }();
 

@@ -41,11 +41,11 @@ bool spin_until(Ready ready, Clock::duration budget) {
   }
 }
 
-std::atomic<TaskStartHook> g_task_start_hook{nullptr};
+std::atomic<WorkerStartHook> g_worker_start_hook{nullptr};
 
 }  // namespace
 
-void set_task_start_hook(TaskStartHook hook) { g_task_start_hook.store(hook); }
+void set_worker_start_hook(WorkerStartHook hook) { g_worker_start_hook.store(hook); }
 
 Stream::Stream(int chip_index, int64_t id, int priority)
     : chip_index_(chip_index), id_(id), priority_(priority) {}
@@ -76,14 +76,19 @@ void Stream::enqueue(const char* op_name, Task task) {
 void Stream::synchronize() {
   const uint64_t target = enqueued_.load(std::memory_order_acquire);
   const auto done = [&] { return completed_.load(std::memory_order_acquire) >= target; };
-  if (!spin_until(done, kHostSpin)) {
-    std::unique_lock<std::mutex> lock(mutex_);
-    // seq_cst pairs with the worker's completed_ increment then host_waiters_ read: either the
-    // worker sees this waiter and notifies, or the predicate below sees its completion.
-    host_waiters_.fetch_add(1);
-    work_done_.wait(lock, done);
-    host_waiters_.fetch_sub(1);
+  // Tiny ops finish faster than a futex round trip: spin a little before taking over.
+  if (spin_until(done, kHostSpin)) {
+    raise_pending_error();
+    return;
   }
+  // Take over the queue: the worker gives up the executor after the task it is running.
+  host_wants_executor_.fetch_add(1);
+  while (!done()) {
+    std::lock_guard<std::mutex> executor(executor_);
+    std::deque<Entry> batch = take_queued();
+    for (Entry& entry : batch) run_entry(entry);
+  }
+  host_wants_executor_.fetch_sub(1);
   raise_pending_error();
 }
 
@@ -103,36 +108,46 @@ bool Stream::query() const {
 
 void Stream::start_worker_locked() { worker_ = std::thread([this] { run_worker(); }); }
 
-void Stream::run_worker() {
-  uint64_t taken = 0;
+std::deque<Stream::Entry> Stream::take_queued() {
   std::deque<Entry> batch;
+  std::lock_guard<std::mutex> lock(mutex_);
+  batch.swap(queue_);
+  return batch;
+}
+
+void Stream::run_worker() {
+  if (const WorkerStartHook hook = g_worker_start_hook.load()) hook();
   for (;;) {
     // enqueued_ is read without the lock so the spin does not contend with enqueue().
-    spin_until([&] { return enqueued_.load(std::memory_order_acquire) != taken; },
+    spin_until([&] { return enqueued_.load(std::memory_order_acquire) !=
+                            completed_.load(std::memory_order_acquire); },
                kWorkerSpin);
     {
       std::unique_lock<std::mutex> lock(mutex_);
-      while (queue_.empty()) {
-        if (stopping_) return;
+      while (queue_.empty() || host_wants_executor_.load() > 0) {
+        if (stopping_ && queue_.empty()) return;
         worker_sleeping_ = true;
-        work_ready_.wait(lock);
+        // A host running the queue wakes us when it leaves (or work arrives); the timeout
+        // covers a host that left between our check and the wait.
+        work_ready_.wait_for(lock, std::chrono::milliseconds(1));
         worker_sleeping_ = false;
       }
-      // Take everything queued at once: one lock round trip per batch, not per task, keeps
-      // the host's enqueue from contending with the worker when ops are tiny.
-      batch.swap(queue_);
     }
-    taken += batch.size();
-    for (Entry& entry : batch) run_entry(entry);
-    batch.clear();
+    // One task per turn, so a host that starts waiting takes over after the current task.
+    std::lock_guard<std::mutex> executor(executor_);
+    std::optional<Entry> entry;
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (queue_.empty()) continue;
+      entry.emplace(std::move(queue_.front()));
+      queue_.pop_front();
+    }
+    run_entry(*entry);
   }
 }
 
 void Stream::run_entry(Entry& entry) {
   // Runs without the lock: tasks may enqueue onto this stream or free memory.
-  if (const TaskStartHook hook = g_task_start_hook.load(std::memory_order_relaxed)) {
-    hook(host_waiters_.load(std::memory_order_relaxed) > 0);
-  }
   bool failed = false;
   std::string message;
   try {
@@ -156,11 +171,6 @@ void Stream::run_entry(Entry& entry) {
   entry.task = nullptr;
 
   completed_.fetch_add(1);
-  if (host_waiters_.load() > 0) {
-    // Taking the lock orders this notify after the waiter's predicate check.
-    { std::lock_guard<std::mutex> lock(mutex_); }
-    work_done_.notify_all();
-  }
 }
 
 }  // namespace torch_tpu::runtime

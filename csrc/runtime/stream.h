@@ -1,5 +1,9 @@
-// An execution queue (a "stream"): tasks run one after another, in enqueue order, on the
-// stream's own worker thread. Streams order against each other only through events.
+// An execution queue (a "stream"): tasks run one after another, in enqueue order. A worker
+// thread runs them while the host is busy; a host that blocks in synchronize() runs the rest
+// itself instead of sleeping (one executor at a time, so order holds). That keeps intra-op
+// parallelism on the host thread's own OpenMP team: a second team on the worker would make
+// libgomp throttle every team's spinning, halving the speed of all parallel kernels.
+// Streams order against each other only through events.
 #pragma once
 
 #include <atomic>
@@ -18,11 +22,10 @@ namespace torch_tpu::runtime {
 
 using Task = std::function<void()>;
 
-// Called on the worker thread before each task, told whether a host thread is blocked waiting
-// for this stream (the PyTorch layer sizes the task's intra-op parallelism from it: a busy
-// host needs a core). Set once, before any stream starts.
-using TaskStartHook = void (*)(bool host_waiting);
-void set_task_start_hook(TaskStartHook hook);
+// Called first on every stream worker thread (the PyTorch layer makes the worker's kernels
+// single-threaded there). Set once, before any stream starts.
+using WorkerStartHook = void (*)();
+void set_worker_start_hook(WorkerStartHook hook);
 
 class Stream {
  public:
@@ -37,8 +40,9 @@ class Stream {
   // The worker keeps the first exception a task throws and keeps running later tasks.
   void enqueue(const char* op_name, Task task);
 
-  // Blocks until every task queued so far has run, then raises (and clears) the first error a
-  // task threw since the last sync, as AsyncOpError.
+  // Returns once every task queued so far has run (running queued tasks on the calling thread
+  // while the worker is not), then raises (and clears) the first error a task threw since the
+  // last sync, as AsyncOpError.
   void synchronize();
   // Raises (and clears) a kept error without waiting.
   void raise_pending_error();
@@ -55,7 +59,9 @@ class Stream {
     Task task;
   };
   void run_worker();
-  // Runs one task, keeping its error, then counts it done.
+  // Takes every queued task (under mutex_); empty if none.
+  std::deque<Entry> take_queued();
+  // Runs one task, keeping its error, then counts it done. Caller holds executor_.
   void run_entry(Entry& entry);
   void start_worker_locked();
 
@@ -64,12 +70,12 @@ class Stream {
   const int priority_;
 
   mutable std::mutex mutex_;
+  std::mutex executor_;  // held by whichever thread is running tasks (worker or waiting host)
   std::condition_variable work_ready_;
-  std::condition_variable work_done_;
   std::deque<Entry> queue_;
   std::atomic<uint64_t> enqueued_{0};
   std::atomic<uint64_t> completed_{0};
-  std::atomic<int> host_waiters_{0};  // hosts blocked on work_done_; the worker notifies only then
+  std::atomic<int> host_wants_executor_{0};  // hosts in synchronize(); the worker stands aside
   bool worker_sleeping_ = false;
   bool stopping_ = false;
   std::optional<AsyncOpError> pending_error_;
