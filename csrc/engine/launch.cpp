@@ -2,6 +2,7 @@
 
 #include <array>
 #include <atomic>
+#include <thread>
 
 #include "engine/metrics.h"
 #include "engine/mode.h"
@@ -17,13 +18,19 @@ std::atomic<BlockingWaitWrapper> g_wait_wrapper{nullptr};
 
 extern "C" void omp_set_num_threads(int);  // libgomp, loaded with torch; per calling thread
 
-// Kernels on a stream's worker thread run single-threaded, so the worker never starts an
-// OpenMP team of its own (see runtime/stream.h); parallel work happens when a waiting host runs
-// the queue with its own team.
-void make_worker_single_threaded() { omp_set_num_threads(1); }
+// The thread that loaded us (the Python main thread, in practice).
+const std::thread::id g_main_thread = std::this_thread::get_id();
 
-const bool g_worker_hook_set = [] {
-  runtime::set_worker_start_hook(&make_worker_single_threaded);
+// Only the main thread runs kernels with an OpenMP team; workers and other host threads (the
+// autograd engine's, user threads) run them single-threaded. Each extra team makes libgomp
+// throttle the spinning of every team, which halves the speed of all parallel kernels in the
+// process, CPU eager included (see runtime/stream.h).
+void size_executor_parallelism(bool is_stream_worker) {
+  if (is_stream_worker || std::this_thread::get_id() != g_main_thread) omp_set_num_threads(1);
+}
+
+const bool g_executor_hook_set = [] {
+  runtime::set_executor_thread_hook(&size_executor_parallelism);
   return true;
 }();
 

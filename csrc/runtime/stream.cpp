@@ -41,11 +41,13 @@ bool spin_until(Ready ready, Clock::duration budget) {
   }
 }
 
-std::atomic<WorkerStartHook> g_worker_start_hook{nullptr};
+std::atomic<ExecutorThreadHook> g_executor_thread_hook{nullptr};
+thread_local bool t_is_stream_worker = false;
+thread_local bool t_executor_prepared = false;
 
 }  // namespace
 
-void set_worker_start_hook(WorkerStartHook hook) { g_worker_start_hook.store(hook); }
+void set_executor_thread_hook(ExecutorThreadHook hook) { g_executor_thread_hook.store(hook); }
 
 Stream::Stream(int chip_index, int64_t id, int priority)
     : chip_index_(chip_index), id_(id), priority_(priority) {}
@@ -76,8 +78,10 @@ void Stream::enqueue(const char* op_name, Task task) {
 void Stream::synchronize() {
   const uint64_t target = enqueued_.load(std::memory_order_acquire);
   const auto done = [&] { return completed_.load(std::memory_order_acquire) >= target; };
-  // Tiny ops finish faster than a futex round trip: spin a little before taking over.
-  if (spin_until(done, kHostSpin)) {
+  // A running worker finishes tiny ops faster than a futex round trip: spin a little before
+  // taking over. A sleeping worker would not start soon; take over at once (Debug mode waits
+  // after every op, so this is its common case).
+  if (done() || (!worker_sleeping_.load(std::memory_order_relaxed) && spin_until(done, kHostSpin))) {
     raise_pending_error();
     return;
   }
@@ -116,7 +120,7 @@ std::deque<Stream::Entry> Stream::take_queued() {
 }
 
 void Stream::run_worker() {
-  if (const WorkerStartHook hook = g_worker_start_hook.load()) hook();
+  t_is_stream_worker = true;
   for (;;) {
     // enqueued_ is read without the lock so the spin does not contend with enqueue().
     spin_until([&] { return enqueued_.load(std::memory_order_acquire) !=
@@ -134,6 +138,9 @@ void Stream::run_worker() {
       }
     }
     // One task per turn, so a host that starts waiting takes over after the current task.
+    // (Taking several per turn made the host slower on tiny ops: the worker then releases
+    // their storages in step with the host capturing new ones, and the refcount cache lines
+    // bounce between the cores.)
     std::lock_guard<std::mutex> executor(executor_);
     std::optional<Entry> entry;
     {
@@ -147,6 +154,10 @@ void Stream::run_worker() {
 }
 
 void Stream::run_entry(Entry& entry) {
+  if (!t_executor_prepared) {
+    t_executor_prepared = true;
+    if (const ExecutorThreadHook hook = g_executor_thread_hook.load()) hook(t_is_stream_worker);
+  }
   // Runs without the lock: tasks may enqueue onto this stream or free memory.
   bool failed = false;
   std::string message;

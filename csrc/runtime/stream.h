@@ -22,10 +22,11 @@ namespace torch_tpu::runtime {
 
 using Task = std::function<void()>;
 
-// Called first on every stream worker thread (the PyTorch layer makes the worker's kernels
-// single-threaded there). Set once, before any stream starts.
-using WorkerStartHook = void (*)();
-void set_worker_start_hook(WorkerStartHook hook);
+// Called once on each thread the first time it runs a task, told whether it is a stream
+// worker (else a host thread running the queue in synchronize()). The PyTorch layer sizes the
+// thread's intra-op parallelism there. Set once, before any stream starts.
+using ExecutorThreadHook = void (*)(bool is_stream_worker);
+void set_executor_thread_hook(ExecutorThreadHook hook);
 
 class Stream {
  public:
@@ -76,7 +77,7 @@ class Stream {
   std::atomic<uint64_t> enqueued_{0};
   std::atomic<uint64_t> completed_{0};
   std::atomic<int> host_wants_executor_{0};  // hosts in synchronize(); the worker stands aside
-  bool worker_sleeping_ = false;
+  std::atomic<bool> worker_sleeping_{false};  // written under mutex_; read unlocked as a hint
   bool stopping_ = false;
   std::optional<AsyncOpError> pending_error_;
   std::thread worker_;
