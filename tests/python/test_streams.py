@@ -67,6 +67,7 @@ def test_events_order_work_across_streams():
     x_cpu, x_tpu = inputs()
     expected = slow_chain(x_cpu).sum(0) + 3
     side = torch.tpu.Stream()
+    side.wait_stream(torch.tpu.current_stream())  # the inputs were copied on the default stream
     with torch.tpu.stream(side):
         produced = slow_chain(x_tpu)             # on the side stream
         done = torch.tpu.Event()
@@ -85,6 +86,7 @@ def test_events_order_work_across_streams():
 def test_stream_and_event_synchronize():
     x_cpu, x_tpu = inputs()
     side = torch.tpu.Stream()
+    side.wait_stream(torch.tpu.current_stream())  # the inputs were copied on the default stream
     with torch.tpu.stream(side):
         produced = slow_chain(x_tpu)
     side.synchronize()
@@ -102,6 +104,7 @@ def test_stream_and_event_synchronize():
 def test_query_is_true_after_device_synchronize():
     _, x_tpu = inputs()
     side = torch.tpu.Stream()
+    side.wait_stream(torch.tpu.current_stream())  # the inputs were copied on the default stream
     event = torch.tpu.Event()
     with torch.tpu.stream(side):
         slow_chain(x_tpu)
@@ -132,6 +135,7 @@ def test_event_elapsed_time():
 def test_record_stream():
     side = torch.tpu.Stream()
     x = torch.ones(4, device="tpu")
+    side.wait_stream(torch.tpu.current_stream())  # x is filled on the default stream (as on CUDA)
     with torch.tpu.stream(side):
         y = x * 2
     x.record_stream(side)
