@@ -65,7 +65,8 @@ c10::IValue cpu_side_value(const c10::IValue& value) {
 
 }  // namespace
 
-c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::jit::Stack& args) {
+c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::jit::Stack& args,
+                              bool accepts_cpu_tensors) {
   std::optional<c10::Device> device;
   std::optional<c10::Device> cpu_tensor_device;
   for (const c10::IValue& arg : args) {
@@ -89,11 +90,6 @@ c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::ji
     }
   }
   TORCH_CHECK(device.has_value(), schema.name(), ": no tpu tensor or device among the arguments");
-  // Indexing ops accept CPU index tensors on CUDA; so do we.
-  const bool accepts_cpu_tensors = schema.name() == "aten::index" ||
-                                   schema.name() == "aten::index_put_" ||
-                                   schema.name() == "aten::_index_put_impl_" ||
-                                   schema.name() == "aten::index_put";
   TORCH_CHECK(!cpu_tensor_device.has_value() || accepts_cpu_tensors,
               "Expected all tensors to be on the same device, but found at least two devices, ",
               *device, " and ", *cpu_tensor_device, "! (in ", schema.name(), ")");

@@ -15,8 +15,10 @@
 namespace torch_tpu::privateuse1 {
 
 // The tpu device all tensor arguments live on. Throws the CUDA-style "Expected all tensors to
-// be on the same device" error for a mix (CPU 0-dim tensors are allowed, as on CUDA).
-c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::jit::Stack& args);
+// be on the same device" error for a mix (CPU 0-dim tensors are allowed, as on CUDA; any CPU
+// tensor if `accepts_cpu_tensors`).
+c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::jit::Stack& args,
+                              bool accepts_cpu_tensors);
 
 // Meta copies of `args` (same sizes/strides/dtypes); `originals` maps each Meta tensor's impl
 // back to the tpu tensor it stands for.

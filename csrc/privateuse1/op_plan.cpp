@@ -28,6 +28,19 @@ bool cpu_shapes_differ_from_meta(const std::string& name) {
   return name == "aten::_embedding_bag" || name == "aten::_embedding_bag_forward_only";
 }
 
+bool is_scalar_type(const c10::TypePtr& type) {
+  // Exact kinds: `int` is a subtype of Scalar in the type system but shapes depend on it.
+  c10::TypePtr element = type;
+  if (element->kind() == c10::TypeKind::OptionalType) element = element->containedType(0);
+  if (element->kind() == c10::TypeKind::ListType) element = element->containedType(0);
+  return element->kind() == c10::TypeKind::NumberType;
+}
+
+bool is_optional_generator(const c10::TypePtr& type) {
+  return type->kind() == c10::TypeKind::OptionalType &&
+         type->containedType(0)->kind() == c10::TypeKind::GeneratorType;
+}
+
 std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
   const c10::FunctionSchema& schema = op.schema();
   auto plan = std::make_unique<OpPlan>();
@@ -38,6 +51,16 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
     plan->strategy = OpStrategy::kSyncFallback;
   }
   if (!plan->mutates_args) plan->out_variant = out_variant_of(op);
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    plan->scalar_args.push_back(is_scalar_type(args[i].type()));
+    if (is_optional_generator(args[i].type())) plan->generator_args.push_back(i);
+  }
+  const std::string& name = schema.name();
+  plan->scalar_values_shape_outputs = name == "aten::arange" || name == "aten::range" ||
+                                      name == "aten::linspace" || name == "aten::logspace";
+  plan->accepts_cpu_tensors = name == "aten::index" || name == "aten::index_put_" ||
+                              name == "aten::_index_put_impl_" || name == "aten::index_put";
   return plan;
 }
 

@@ -1,10 +1,12 @@
-// What the generic kernel knows about an op, worked out once per op and cached: its printable
-// name (interned, for errors), how it runs (queued with shapes from its Meta kernel, or as a
-// synchronous CPU fallback), and its out= overload.
+// What the generic kernel knows about an op, worked out once per op and cached (so no call
+// inspects the schema): its printable name (interned, for errors), how it runs (queued with
+// shapes from its Meta kernel, or as a synchronous CPU fallback), its out= overload, and which
+// arguments need special handling.
 #pragma once
 
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 
@@ -22,6 +24,12 @@ struct OpPlan {
   OpStrategy strategy = OpStrategy::kQueued;
   bool mutates_args = false;                     // in-place or out= op
   std::optional<c10::OperatorHandle> out_variant;  // for functional ops
+  std::vector<size_t> generator_args;  // indexes of `Generator?` arguments
+  // Per argument: typed Scalar (or Scalar?/Scalar[]); the shape cache keys only their types,
+  // unless scalar_values_shape_outputs (arange(0, n): the values decide the output shape).
+  std::vector<bool> scalar_args;
+  bool scalar_values_shape_outputs = false;
+  bool accepts_cpu_tensors = false;  // indexing ops take CPU index tensors, as on CUDA
 };
 
 // The cached plan of `op` (thread-safe; the reference stays valid).

@@ -307,14 +307,8 @@ OutputSpecs infer_output_specs(const c10::OperatorHandle& op, const torch::jit::
 
 // A random op given no generator must draw from the chip's default generator, not the CPU
 // kernel's default (the CPU generator), so tpu seeds and RNG state mean what they say.
-void use_tpu_default_generator(const c10::FunctionSchema& schema, c10::Device device,
-                               torch::jit::Stack& args) {
-  const auto& params = schema.arguments();
-  for (size_t i = 0; i < params.size(); ++i) {
-    const c10::TypePtr& type = params[i].type();
-    const bool generator_param = type->kind() == c10::TypeKind::OptionalType &&
-                                 type->containedType(0)->kind() == c10::TypeKind::GeneratorType;
-    if (!generator_param) continue;
+void use_tpu_default_generator(const OpPlan& plan, c10::Device device, torch::jit::Stack& args) {
+  for (const size_t i : plan.generator_args) {
     if (args[i].isNone()) {
       args[i] = default_generator(device.index());
     } else {
@@ -334,9 +328,9 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   const c10::FunctionSchema& schema = op.schema();
   const size_t num_args = schema.arguments().size();
   torch::jit::Stack args(stack->end() - num_args, stack->end());
-  const c10::Device device = common_tpu_device(schema, args);
+  const c10::Device device = common_tpu_device(schema, args, plan.accepts_cpu_tensors);
   const c10::DeviceGuard guard(device);
-  use_tpu_default_generator(schema, device, args);
+  use_tpu_default_generator(plan, device, args);
 
   if (plan.strategy == OpStrategy::kSyncFallback) {
     run_sync_fallback(op, plan, device, args, stack);
@@ -345,7 +339,7 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
 
   // Output shapes, dtypes and strides: from the cache, or from the Meta kernel (which also
   // checks the arguments) without touching data.
-  CallSignature signature = call_signature(op, args);
+  CallSignature signature = call_signature(plan, args);
   std::optional<OutputSpecs> specs = lookup_output_specs(signature);
   const auto needs_data = [](const OutputSpecs& found) {
     return found.size() == 1 && found.front().kind == ReturnSpec::Kind::kSyncFallback;

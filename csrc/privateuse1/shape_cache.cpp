@@ -16,13 +16,6 @@ constexpr size_t kMaxEntries = 1 << 16;
 enum Tag : int64_t { kTensorTag = -1001, kUndefinedTag, kListTag, kNoneTag, kIntTag,
                      kDoubleTag, kBoolTag, kScalarTag, kStringTag, kOtherTag, kCpuTensorTag };
 
-// Scalars of these ops decide output shapes (arange(0, n)); elsewhere only their type matters,
-// so loops whose scalars change every step (optimizer bias corrections) still hit.
-bool scalar_values_shape_outputs(const std::string& op_name) {
-  return op_name == "aten::arange" || op_name == "aten::range" || op_name == "aten::linspace" ||
-         op_name == "aten::logspace";
-}
-
 void append_tensor(CallSignature& out, const at::Tensor& tensor) {
   if (!tensor.defined()) {
     out.push_back(kUndefinedTag);
@@ -123,21 +116,12 @@ std::atomic<int64_t> g_misses{0};
 
 }  // namespace
 
-CallSignature call_signature(const c10::OperatorHandle& op, const torch::jit::Stack& args) {
+CallSignature call_signature(const OpPlan& plan, const torch::jit::Stack& args) {
   CallSignature signature;
   signature.reserve(32);
-  const c10::FunctionSchema& schema = op.schema();
-  signature.push_back(reinterpret_cast<int64_t>(&schema));
-  const bool scalars_by_value = scalar_values_shape_outputs(schema.name());
-  const auto& params = schema.arguments();
+  signature.push_back(reinterpret_cast<int64_t>(&plan));
   for (size_t i = 0; i < args.size(); ++i) {
-    const c10::TypePtr& type = params[i].type();
-    // Exact kinds: `int` is a subtype of Scalar in the type system but shapes depend on it.
-    c10::TypePtr element = type;
-    if (type->kind() == c10::TypeKind::OptionalType) element = type->containedType(0);
-    if (element->kind() == c10::TypeKind::ListType) element = element->containedType(0);
-    const bool scalar_param = element->kind() == c10::TypeKind::NumberType;
-    append_value(signature, args[i], scalar_param, scalars_by_value);
+    append_value(signature, args[i], plan.scalar_args[i], plan.scalar_values_shape_outputs);
   }
   return signature;
 }

@@ -12,6 +12,8 @@
 #include <ATen/core/stack.h>
 #include <c10/util/SmallVector.h>
 
+#include "privateuse1/op_plan.h"
+
 namespace torch_tpu::privateuse1 {
 
 // How to make one returned tensor.
@@ -35,9 +37,9 @@ struct ReturnSpec {
 
 using OutputSpecs = std::vector<ReturnSpec>;
 
-// The structural key of a call: op identity plus every argument's structure.
+// The structural key of a call: op identity (its plan) plus every argument's structure.
 using CallSignature = std::vector<int64_t>;
-CallSignature call_signature(const c10::OperatorHandle& op, const torch::jit::Stack& args);
+CallSignature call_signature(const OpPlan& plan, const torch::jit::Stack& args);
 
 // Thread-safe lookup/insert. A full cache is cleared (it only ever holds re-derivable data).
 std::optional<OutputSpecs> lookup_output_specs(const CallSignature& signature);
