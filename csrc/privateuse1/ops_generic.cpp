@@ -340,20 +340,20 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   // Output shapes, dtypes and strides: from the cache, or from the Meta kernel (which also
   // checks the arguments) without touching data.
   CallSignature signature = call_signature(plan, args);
-  std::optional<OutputSpecs> specs = lookup_output_specs(signature);
+  SharedOutputSpecs specs = lookup_output_specs(signature);
   const auto needs_data = [](const OutputSpecs& found) {
     return found.size() == 1 && found.front().kind == ReturnSpec::Kind::kSyncFallback;
   };
-  if (!specs.has_value()) {
-    specs = infer_output_specs(op, args);
+  if (specs == nullptr) {
+    specs = std::make_shared<const OutputSpecs>(infer_output_specs(op, args));
     if (needs_data(*specs)) {
       run_sync_fallback(op, plan, device, args, stack);
       // Cached only now: had the CPU kernel rejected the input, this structure may still be
       // fine with other scalar values.
-      store_output_specs(std::move(signature), *specs);
+      store_output_specs(std::move(signature), specs);
       return;
     }
-    store_output_specs(std::move(signature), *specs);
+    store_output_specs(std::move(signature), specs);
   } else if (needs_data(*specs)) {
     run_sync_fallback(op, plan, device, args, stack);
     return;

@@ -110,7 +110,7 @@ struct SignatureHash {
 };
 
 std::shared_mutex g_mutex;
-std::unordered_map<CallSignature, OutputSpecs, SignatureHash> g_cache;
+std::unordered_map<CallSignature, SharedOutputSpecs, SignatureHash> g_cache;
 std::atomic<int64_t> g_hits{0};
 std::atomic<int64_t> g_misses{0};
 
@@ -126,18 +126,18 @@ CallSignature call_signature(const OpPlan& plan, const torch::jit::Stack& args) 
   return signature;
 }
 
-std::optional<OutputSpecs> lookup_output_specs(const CallSignature& signature) {
+SharedOutputSpecs lookup_output_specs(const CallSignature& signature) {
   std::shared_lock<std::shared_mutex> lock(g_mutex);
   auto it = g_cache.find(signature);
   if (it == g_cache.end()) {
     g_misses.fetch_add(1, std::memory_order_relaxed);
-    return std::nullopt;
+    return nullptr;
   }
   g_hits.fetch_add(1, std::memory_order_relaxed);
   return it->second;
 }
 
-void store_output_specs(CallSignature signature, OutputSpecs specs) {
+void store_output_specs(CallSignature signature, SharedOutputSpecs specs) {
   std::unique_lock<std::shared_mutex> lock(g_mutex);
   if (g_cache.size() >= kMaxEntries) g_cache.clear();
   g_cache.emplace(std::move(signature), std::move(specs));

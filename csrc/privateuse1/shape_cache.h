@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -42,8 +43,10 @@ using CallSignature = std::vector<int64_t>;
 CallSignature call_signature(const OpPlan& plan, const torch::jit::Stack& args);
 
 // Thread-safe lookup/insert. A full cache is cleared (it only ever holds re-derivable data).
-std::optional<OutputSpecs> lookup_output_specs(const CallSignature& signature);
-void store_output_specs(CallSignature signature, OutputSpecs specs);
+// Entries are immutable and shared, so a hit costs a refcount, not a copy.
+using SharedOutputSpecs = std::shared_ptr<const OutputSpecs>;
+SharedOutputSpecs lookup_output_specs(const CallSignature& signature);  // nullptr on a miss
+void store_output_specs(CallSignature signature, SharedOutputSpecs specs);
 
 struct ShapeCacheStats {
   int64_t hits = 0;
