@@ -4,6 +4,8 @@
 #include <atomic>
 #include <thread>
 
+#include <ATen/Parallel.h>
+
 #include "engine/metrics.h"
 #include "engine/mode.h"
 
@@ -16,17 +18,37 @@ thread_local std::array<int64_t, kMaxChips> t_current_stream{};  // all default 
 
 std::atomic<BlockingWaitWrapper> g_wait_wrapper{nullptr};
 
-extern "C" void omp_set_num_threads(int);  // libgomp, loaded with torch; per calling thread
-
 // The thread that loaded us (the Python main thread, in practice).
 const std::thread::id g_main_thread = std::this_thread::get_id();
+
+}  // namespace
+}  // namespace torch_tpu::engine
+
+// libgomp's and MKL's per-thread thread counts, resolved through torch's libraries. Weak: a
+// torch build without MKL simply lacks that symbol (then it is null). MKL's BLAS starts its own
+// OpenMP team from MKL's count, so both must be set. (MKL's lower-case name is its Fortran
+// entry point, which takes a pointer; this is the C one.)
+extern "C" void omp_set_num_threads(int) __attribute__((weak));
+extern "C" int MKL_Set_Num_Threads_Local(int) __attribute__((weak));
+
+namespace torch_tpu::engine {
+namespace {
+
+// Sets the calling thread's intra-op threads. PyTorch initialises each thread's count lazily,
+// from the process-wide setting, on the thread's first parallel kernel; asking it for the
+// count (inside libtorch) runs that initialisation now, so it cannot undo ours later.
+void use_threads_on_this_thread(int threads) {
+  at::get_num_threads();
+  if (omp_set_num_threads != nullptr) omp_set_num_threads(threads);
+  if (MKL_Set_Num_Threads_Local != nullptr) MKL_Set_Num_Threads_Local(threads);
+}
 
 // Only the main thread runs kernels with an OpenMP team; workers and other host threads (the
 // autograd engine's, user threads) run them single-threaded. Each extra team makes libgomp
 // throttle the spinning of every team, which halves the speed of all parallel kernels in the
 // process, CPU eager included (see runtime/stream.h).
 void size_executor_parallelism(bool is_stream_worker) {
-  if (is_stream_worker || std::this_thread::get_id() != g_main_thread) omp_set_num_threads(1);
+  if (is_stream_worker || std::this_thread::get_id() != g_main_thread) use_threads_on_this_thread(1);
 }
 
 const bool g_executor_hook_set = [] {

@@ -142,3 +142,32 @@ def test_record_stream():
     y.record_stream(torch.tpu.current_stream())
     torch.tpu.current_stream().wait_stream(side)
     assert_tpu_close(y, torch.full((4,), 2.0))
+
+
+# Only the main thread may own an OpenMP team: a second one (on the stream worker or the
+# autograd thread) makes libgomp throttle every team, and CPU eager then runs ~2x slower for
+# the rest of the process. Threads are counted, not timed: a second team shows up as an extra
+# OpenMP helper thread.
+ONE_OPENMP_TEAM_SCRIPT = """
+import os, torch, torch_tpu
+torch.set_num_threads(2)
+a = torch.randn(256, 256)
+for _ in range(3):
+    a @ a                                   # the main thread's team (one helper thread)
+threads_before = len(os.listdir("/proc/self/task"))
+w = torch.randn(256, 256, device="tpu", requires_grad=True)
+for mode in ("strict", "debug"):
+    torch_tpu.set_mode(mode)
+    for _ in range(3):
+        (w @ w).relu().sum().backward()     # worker, host takeover, autograd thread
+    torch.tpu.synchronize()
+threads_after = len(os.listdir("/proc/self/task"))
+print(threads_after - threads_before)
+"""
+
+
+def test_kernels_never_start_a_second_openmp_team():
+    from conftest import run_python_ok
+    added = int(run_python_ok(ONE_OPENMP_TEAM_SCRIPT).strip())
+    # The stream worker and the autograd engine's device thread; no OpenMP helpers.
+    assert added <= 2, f"{added} threads appeared: a second OpenMP team was started"
