@@ -34,13 +34,16 @@ c10::DataPtr allocate_on(c10::DeviceIndex device, size_t nbytes) {
   const c10::Device where(c10::DeviceType::PrivateUse1, device);
   if (nbytes == 0) return c10::DataPtr(nullptr, nullptr, &delete_device_buffer, where);
   runtime::Chip& chip = engine::chip(device);
+  // The block belongs to the current stream: freed, it is reused in that stream's order.
+  const runtime::StreamId stream = engine::current_stream_id(device);
   const runtime::DeviceAddress address = engine::translate_errors([&] {
     try {
-      return chip.allocator().allocate(nbytes, /*count_oom=*/false);
+      return chip.allocator().allocate(nbytes, stream, runtime::WhenFull::kThrowForRetry);
     } catch (const runtime::OutOfMemoryError&) {
-      // Buffers freed by the host may still be held by queued ops; let them finish, retry once.
+      // Cached blocks may still be in use by queued work: once the chip is idle they can all be
+      // released, so retry then.
       engine::sync_device(device, "out_of_memory_retry");
-      return chip.allocator().allocate(nbytes);
+      return chip.allocator().allocate(nbytes, stream, runtime::WhenFull::kReleaseCache);
     }
   });
   void* handle = reinterpret_cast<void*>(address);
@@ -61,11 +64,26 @@ void TpuDeviceAllocator::copy_data(void* dest, const void* src, std::size_t coun
   });
 }
 
+void TpuDeviceAllocator::recordStream(const c10::DataPtr& ptr, c10::Stream stream) {
+  record_stream_use(ptr.get(), stream);
+}
+
+void record_stream_use(const void* data, c10::Stream stream) {
+  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
+              "record_stream: expected a tpu stream, got one on ", stream.device());
+  if (data == nullptr) return;  // an empty storage owns no block
+  const auto address = reinterpret_cast<runtime::DeviceAddress>(data);
+  TORCH_CHECK(runtime::chip_of_address(address) == stream.device_index(),
+              "record_stream: the tensor lives on another tpu than stream ", stream);
+  runtime::Chip& chip = engine::chip(stream.device_index());
+  engine::translate_errors([&] { chip.allocator().record_stream(address, stream.id()); });
+}
+
 void TpuDeviceAllocator::emptyCache(c10::MempoolId_t) {
   auto& runtime = runtime::Runtime::instance();
   for (int i = 0; i < runtime.chip_count(); ++i) {
-    // Cached blocks may still be read by queued work only through live storages, which are
-    // not in the cache; waiting first keeps the numbers users see right after the call exact.
+    // A cached block may still be used by queued work of its stream (reuse is stream-ordered),
+    // so its segment can be released only once the chip is idle.
     engine::sync_device(i, "empty_cache");
     runtime.chip(i).allocator().empty_cache();
   }

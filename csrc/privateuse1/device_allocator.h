@@ -17,8 +17,8 @@ class TpuDeviceAllocator final : public c10::DeviceAllocator {
 
   bool initialized() override { return true; }
   void emptyCache(c10::MempoolId_t mempool_id = {0, 0}) override;
-  // Our kernels keep their inputs alive until they have run, so there is nothing to record.
-  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override {}
+  // Marks the block as used by queued work on `stream` too (see record_stream_use).
+  void recordStream(const c10::DataPtr& ptr, c10::Stream stream) override;
   c10::CachingDeviceAllocator::DeviceStats getDeviceStats(c10::DeviceIndex device) override;
   void resetAccumulatedStats(c10::DeviceIndex device) override;
   void resetPeakStats(c10::DeviceIndex device) override;
@@ -27,7 +27,13 @@ class TpuDeviceAllocator final : public c10::DeviceAllocator {
 
 TpuDeviceAllocator& device_allocator();
 
-// A DataPtr of `nbytes` on chip `device` (nullptr DataPtr for 0 bytes).
+// A DataPtr of `nbytes` on chip `device` (nullptr DataPtr for 0 bytes), owned by the current
+// stream of that chip.
 c10::DataPtr allocate_on(c10::DeviceIndex device, size_t nbytes);
+
+// Tensor.record_stream: the block at `data` is used by work queued on `stream` besides its own
+// stream's, so when it is freed it is reused only after `stream` has run past that point (as
+// with CUDA's caching allocator). Throws for a non-tpu stream or one on another chip.
+void record_stream_use(const void* data, c10::Stream stream);
 
 }  // namespace torch_tpu::privateuse1

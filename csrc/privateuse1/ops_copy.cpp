@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "engine/launch.h"
+#include "runtime/event.h"
 #include "executors/host/tensor_snapshot.h"
 #include "privateuse1/host_allocator.h"
 #include "privateuse1/storage_resize.h"
@@ -46,12 +47,20 @@ void copy_chip_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_bl
 void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
   const TensorSnapshot source(src);
   const TensorSnapshot target(dst);
-  if (src.device() != dst.device()) {
+  const bool cross_chip = src.device() != dst.device();
+  if (cross_chip) {
     // Different chips have different queues: let the source chip finish writing first.
     engine::sync_current_stream(src.device().index(), "cross_chip_copy");
   }
   engine::launch(dst.device().index(), "aten::copy_ (tpu to tpu)",
                  [source, target] { target.cpu_view().copy_(source.cpu_view()); });
+  if (cross_chip) {
+    // The source's block may be freed and reused on its own chip's queue at once: that queue
+    // must wait until the copy on the other chip has read it.
+    runtime::Event copied;
+    copied.record(engine::current_stream(dst.device().index()));
+    copied.block(engine::current_stream(src.device().index()));
+  }
 }
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {

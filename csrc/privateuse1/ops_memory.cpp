@@ -81,11 +81,8 @@ at::Tensor& set_empty(at::Tensor& self) {
   return set_storage(self, std::move(empty), 0, {0}, {});
 }
 
-// Queued tpu ops hold their inputs until they have run, whatever stream they run on, so a
-// tensor never needs to be recorded on a stream (unlike CUDA's caching allocator).
-void record_stream(at::Tensor&, c10::Stream stream) {
-  TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
-              "record_stream: expected a tpu stream, got one on ", stream.device());
+void record_stream(at::Tensor& self, c10::Stream stream) {
+  record_stream_use(self.storage().data(), stream);
 }
 
 // Quantized tensors dispatch to QuantizedPrivateUse1, where no kernel exists; say so clearly.

@@ -23,10 +23,9 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes) {
   storage.unsafeGetStorageImpl()->set_nbytes(new_bytes);
   const size_t keep = std::min(old_bytes, new_bytes);
   if (keep == 0) return;
-  auto old_owner = std::make_shared<c10::DataPtr>(std::move(old));
-  engine::launch(device, "tpu::resize_storage", [old_owner, dst, keep] {
-    std::memcpy(executors::host::host_address(dst), executors::host::host_address(old_owner->get()),
-                keep);
+  // `old` is freed on return; its block is reused only after this copy (stream order).
+  engine::launch(device, "tpu::resize_storage", [src = old.get(), dst, keep] {
+    std::memcpy(executors::host::host_address(dst), executors::host::host_address(src), keep);
   });
 }
 

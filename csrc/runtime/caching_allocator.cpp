@@ -1,7 +1,9 @@
 #include "runtime/caching_allocator.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "runtime/status.h"
@@ -38,12 +40,15 @@ void add(StatArray& stat, bool small, int64_t amount) {
 
 // A piece of a segment. The blocks of one segment form a doubly linked list in address order,
 // so a freed block finds its neighbours in O(1) when merging.
+// All blocks of a segment belong to the stream the segment was reserved for.
 struct CachingAllocator::Block {
   DeviceAddress address;
   size_t size;
   bool small;
+  StreamId stream;
   bool allocated = false;
   size_t requested = 0;  // unrounded request while allocated
+  std::vector<StreamId> other_streams;  // record_stream()ed while allocated
   Block* prev = nullptr;
   Block* next = nullptr;
 
@@ -51,17 +56,22 @@ struct CachingAllocator::Block {
   bool is_split() const { return prev != nullptr || next != nullptr; }
 };
 
+// Pools are ordered by stream first, so one stream's blocks form a contiguous range.
 bool CachingAllocator::BlockBySize::operator()(const Block* a, const Block* b) const {
+  if (a->stream != b->stream) return a->stream < b->stream;
   return a->size != b->size ? a->size < b->size : a->address < b->address;
 }
 
-CachingAllocator::CachingAllocator(DeviceMemory& memory) : memory_(memory) {}
+CachingAllocator::CachingAllocator(DeviceMemory& memory, StreamMarker mark_stream)
+    : memory_(memory), mark_stream_(std::move(mark_stream)) {}
 
 CachingAllocator::~CachingAllocator() {
-  // Every block is either cached in a pool or live; release each segment once via its head.
+  // Every block is cached in a pool, live, or a deferred free; release each segment once via
+  // its head.
   std::vector<Block*> blocks(small_free_.begin(), small_free_.end());
   blocks.insert(blocks.end(), large_free_.begin(), large_free_.end());
   for (const auto& entry : live_) blocks.push_back(entry.second);
+  for (const DeferredFree& deferred : deferred_frees_) blocks.push_back(deferred.block);
   for (Block* block : blocks) {
     if (block->prev != nullptr) continue;
     size_t segment_size = 0;
@@ -73,8 +83,9 @@ CachingAllocator::~CachingAllocator() {
   for (Block* block : blocks) delete block;
 }
 
-DeviceAddress CachingAllocator::allocate(size_t bytes, bool count_oom) {
+DeviceAddress CachingAllocator::allocate(size_t bytes, StreamId stream, WhenFull when_full) {
   if (bytes == 0) throw RuntimeError("CachingAllocator::allocate: size must be positive");
+  const bool count_oom = when_full == WhenFull::kReleaseCache;
   if (bytes > memory_.capacity()) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (count_oom) ++stats_.num_ooms;
@@ -84,17 +95,18 @@ DeviceAddress CachingAllocator::allocate(size_t bytes, bool count_oom) {
   const size_t size = round_up(bytes, kBlockAlignment);
   const bool small = size <= kSmallRequestLimit;
   std::lock_guard<std::mutex> lock(mutex_);
+  cache_completed_deferred_frees(/*chip_idle=*/when_full == WhenFull::kReleaseCache);
   BlockPool& pool = small ? small_free_ : large_free_;
 
-  Block* block = find_free_block(pool, size);
+  Block* block = find_free_block(pool, stream, size);
   if (block == nullptr) {
     const size_t segment_size = small ? kSegmentAlignment : round_up(size, kSegmentAlignment);
-    block = reserve_segment_block(segment_size, small);
-    if (block == nullptr) {
-      // Cached segments may be what fills the chip: give them back and try once more.
+    block = reserve_segment_block(segment_size, small, stream);
+    if (block == nullptr && when_full == WhenFull::kReleaseCache) {
+      // Cached segments (of any stream) may be what fills the chip: give them back, retry once.
       ++stats_.num_alloc_retries;
       release_free_segments();
-      block = reserve_segment_block(segment_size, small);
+      block = reserve_segment_block(segment_size, small, stream);
     }
     if (block == nullptr) {
       if (count_oom) ++stats_.num_ooms;
@@ -118,14 +130,39 @@ DeviceAddress CachingAllocator::allocate(size_t bytes, bool count_oom) {
 }
 
 void CachingAllocator::free(DeviceAddress address) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const auto it = live_.find(address);
-  if (it == live_.end()) {
-    throw RuntimeError("tpu:" + std::to_string(memory_.chip_index()) + ": free of " +
-                       hex(address) + ", which is not a live allocation");
+  std::vector<StreamId> other_streams;
+  Block* block = nullptr;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    block = live_block(address, "free of");
+    live_.erase(address);
+    if (block->other_streams.empty()) {
+      cache_block(block);
+      return;
+    }
+    other_streams = std::move(block->other_streams);
+    block->other_streams.clear();
   }
-  Block* block = it->second;
-  live_.erase(it);
+  // Marked outside the lock: marking queues work on the streams, and their workers may be
+  // freeing blocks themselves. Until cached, the block still counts as allocated (as in CUDA).
+  DeferredFree deferred{block, {}};
+  for (const StreamId other : other_streams) deferred.marks.push_back(mark_stream_(other));
+  std::lock_guard<std::mutex> lock(mutex_);
+  deferred_frees_.push_back(std::move(deferred));
+}
+
+void CachingAllocator::record_stream(DeviceAddress address, StreamId stream) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Block* block = live_block(address, "record_stream of");
+  if (stream == block->stream) return;
+  if (mark_stream_ == nullptr) {
+    throw RuntimeError("record_stream: this allocator cannot mark streams");
+  }
+  auto& others = block->other_streams;
+  if (std::find(others.begin(), others.end(), stream) == others.end()) others.push_back(stream);
+}
+
+void CachingAllocator::cache_block(Block* block) {
   const bool small = block->small;
   const auto block_bytes = static_cast<int64_t>(block->size);
   add(stats_.allocation, small, -1);
@@ -140,6 +177,8 @@ void CachingAllocator::free(DeviceAddress address) {
   // Merged neighbours stop being separate inactive pieces; the merged block may become one.
   for (Block* neighbour : {block->prev, block->next}) {
     if (neighbour == nullptr || neighbour->allocated) continue;
+    // A neighbour that is a deferred free is not in the pool yet: leave it apart.
+    if (pool.find(neighbour) == pool.end()) continue;
     pool.erase(neighbour);
     add(stats_.inactive_split, small, -1);
     add(stats_.inactive_split_bytes, small, -static_cast<int64_t>(neighbour->size));
@@ -158,18 +197,39 @@ void CachingAllocator::free(DeviceAddress address) {
   pool.insert(block);
 }
 
-size_t CachingAllocator::block_size(DeviceAddress address) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+void CachingAllocator::cache_completed_deferred_frees(bool chip_idle) {
+  if (deferred_frees_.empty()) return;
+  std::vector<DeferredFree> waiting;
+  for (DeferredFree& deferred : deferred_frees_) {
+    const bool done = chip_idle || std::all_of(deferred.marks.begin(), deferred.marks.end(),
+                                               [](const Event& mark) { return mark.query(); });
+    if (done) {
+      cache_block(deferred.block);
+    } else {
+      waiting.push_back(std::move(deferred));
+    }
+  }
+  deferred_frees_ = std::move(waiting);
+}
+
+CachingAllocator::Block* CachingAllocator::live_block(DeviceAddress address,
+                                                      const char* what) const {
   const auto it = live_.find(address);
   if (it == live_.end()) {
-    throw RuntimeError("tpu:" + std::to_string(memory_.chip_index()) + ": " + hex(address) +
-                       " is not a live allocation");
+    throw RuntimeError("tpu:" + std::to_string(memory_.chip_index()) + ": " + what + " " +
+                       hex(address) + ", which is not a live allocation");
   }
-  return it->second->size;
+  return it->second;
+}
+
+size_t CachingAllocator::block_size(DeviceAddress address) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return live_block(address, "size of")->size;
 }
 
 void CachingAllocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
+  cache_completed_deferred_frees(/*chip_idle=*/true);
   release_free_segments();
 }
 
@@ -208,12 +268,13 @@ std::pair<size_t, size_t> CachingAllocator::memory_info() const {
   return {capacity - memory_.reserved_bytes(), capacity};
 }
 
-// Best fit: the smallest cached block that holds `size`, lowest address among equals.
-// Removes it from the pool and from the inactive-split stats.
-CachingAllocator::Block* CachingAllocator::find_free_block(BlockPool& pool, size_t size) {
-  Block key{0, size, false};
+// Best fit: the smallest cached block of `stream` that holds `size`, lowest address among
+// equals. Removes it from the pool and from the inactive-split stats.
+CachingAllocator::Block* CachingAllocator::find_free_block(BlockPool& pool, StreamId stream,
+                                                           size_t size) {
+  Block key{0, size, false, stream};
   const auto it = pool.lower_bound(&key);
-  if (it == pool.end()) return nullptr;
+  if (it == pool.end() || (*it)->stream != stream) return nullptr;
   Block* block = *it;
   pool.erase(it);
   if (block->is_split()) {
@@ -225,13 +286,13 @@ CachingAllocator::Block* CachingAllocator::find_free_block(BlockPool& pool, size
 
 // A fresh segment as one free block outside any pool; nullptr when chip memory is full.
 CachingAllocator::Block* CachingAllocator::reserve_segment_block(size_t segment_size,
-                                                                 bool small) {
+                                                                 bool small, StreamId stream) {
   const DeviceAddress address = memory_.reserve_segment(segment_size);
   if (address == 0) return nullptr;
   ++stats_.num_device_alloc;
   add(stats_.segment, small, 1);
   add(stats_.reserved_bytes, small, static_cast<int64_t>(segment_size));
-  return new Block{address, segment_size, small};
+  return new Block{address, segment_size, small, stream};
 }
 
 // Cuts `block` (free, outside any pool) down to `size` when the tail is worth caching; the
@@ -242,7 +303,7 @@ CachingAllocator::Block* CachingAllocator::split_block(Block* block, size_t size
   const bool worth_it =
       block->small ? remainder >= kBlockAlignment : remainder > kLargeSplitRemainder;
   if (!worth_it) return block;
-  auto* tail = new Block{block->address + size, remainder, block->small};
+  auto* tail = new Block{block->address + size, remainder, block->small, block->stream};
   tail->prev = block;
   tail->next = block->next;
   if (block->next != nullptr) block->next->prev = tail;

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/event.h"
 #include "runtime/status.h"
 
 namespace torch_tpu::runtime {
@@ -63,7 +64,13 @@ size_t parse_byte_size(const char* text, const char* variable) {
 }
 
 Chip::Chip(int index, size_t capacity)
-    : index_(index), memory_(index, capacity), allocator_(memory_) {}
+    : index_(index),
+      memory_(index, capacity),
+      allocator_(memory_, [this](StreamId id) {
+        Event mark;
+        mark.record(stream(id));
+        return mark;
+      }) {}
 
 Chip::~Chip() {
   // Streams go first and drain: their tasks may still free blocks into the allocator.

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <mutex>
 #include <random>
 #include <thread>
 #include <vector>
 
+#include "runtime/event.h"
 #include "runtime/status.h"
+#include "runtime/stream.h"
 
 namespace torch_tpu::runtime {
 namespace {
@@ -144,7 +147,7 @@ TEST_F(CachingAllocatorTest, OutOfMemoryReportsNumbersAndAllocatorRecovers) {
 
 TEST_F(CachingAllocatorTest, AttemptsTheCallerWillRetryDoNotCountAsOoms) {
   const DeviceAddress a = allocator_.allocate(40 * kMiB);
-  EXPECT_THROW(allocator_.allocate(40 * kMiB, /*count_oom=*/false), OutOfMemoryError);
+  EXPECT_THROW(allocator_.allocate(40 * kMiB, 0, WhenFull::kThrowForRetry), OutOfMemoryError);
   EXPECT_EQ(allocator_.stats().num_ooms, 0);
   EXPECT_THROW(allocator_.allocate(40 * kMiB), OutOfMemoryError);
   EXPECT_EQ(allocator_.stats().num_ooms, 1);
@@ -201,6 +204,72 @@ TEST(CachingAllocator, DestructorReturnsSegmentsToChipMemory) {
     EXPECT_GT(memory.reserved_bytes(), 0u);
   }
   EXPECT_EQ(memory.reserved_bytes(), 0u);
+}
+
+TEST_F(CachingAllocatorTest, FreedBlocksAreReusedOnlyByTheirOwnStream) {
+  const DeviceAddress on_default = allocator_.allocate(1000, /*stream=*/0);
+  allocator_.free(on_default);
+  const DeviceAddress on_side = allocator_.allocate(1000, /*stream=*/1);
+  EXPECT_NE(on_side, on_default);  // stream 1's writes could overtake stream 0's queued reads
+  EXPECT_EQ(allocator_.allocate(1000, /*stream=*/0), on_default);
+  allocator_.free(on_side);
+  EXPECT_EQ(allocator_.allocate(1000, /*stream=*/1), on_side);
+}
+
+TEST_F(CachingAllocatorTest, FullChipReleasesOtherStreamsCachedSegments) {
+  allocator_.free(allocator_.allocate(40 * kMiB, /*stream=*/1));
+  EXPECT_THROW(allocator_.allocate(40 * kMiB, /*stream=*/0, WhenFull::kThrowForRetry),
+               OutOfMemoryError);
+  EXPECT_NE(allocator_.allocate(40 * kMiB, /*stream=*/0, WhenFull::kReleaseCache), 0u);
+  EXPECT_EQ(allocator_.stats().num_ooms, 0);
+}
+
+// A chip-like pair of streams whose marks the allocator can wait for.
+class RecordedStreamTest : public ::testing::Test {
+ protected:
+  Stream side_{0, 1, 0};
+  DeviceMemory memory_{0, 64 * kMiB};
+  CachingAllocator allocator_{memory_, [this](StreamId id) {
+                                EXPECT_EQ(id, 1);
+                                Event mark;
+                                mark.record(side_);
+                                return mark;
+                              }};
+};
+
+TEST_F(RecordedStreamTest, FreeWaitsForRecordedStreams) {
+  std::mutex gate;
+  std::unique_lock<std::mutex> hold(gate);
+  side_.enqueue("blocked", [&gate] { std::lock_guard<std::mutex> wait(gate); });
+
+  const DeviceAddress a = allocator_.allocate(1000, /*stream=*/0);
+  allocator_.record_stream(a, 1);
+  allocator_.record_stream(a, 0);  // its own stream: nothing to wait for
+  allocator_.free(a);
+  EXPECT_EQ(allocator_.stats().allocation[kAllPools].current, 1);  // pending, still counted
+  EXPECT_THROW(allocator_.free(a), RuntimeError);  // but no longer live
+  EXPECT_NE(allocator_.allocate(1000, /*stream=*/0, WhenFull::kThrowForRetry), a);
+
+  hold.unlock();  // the side stream runs past the free
+  side_.synchronize();
+  EXPECT_EQ(allocator_.allocate(1000, /*stream=*/0, WhenFull::kThrowForRetry), a);
+}
+
+TEST_F(RecordedStreamTest, EmptyCacheOnAnIdleChipReleasesDeferredFrees) {
+  const DeviceAddress a = allocator_.allocate(1000);
+  allocator_.record_stream(a, 1);
+  allocator_.free(a);
+  side_.synchronize();
+  allocator_.empty_cache();
+  EXPECT_EQ(memory_.reserved_bytes(), 0u);
+  EXPECT_EQ(allocator_.stats().allocation[kAllPools].current, 0);
+}
+
+TEST_F(CachingAllocatorTest, RecordStreamNeedsAStreamMarker) {
+  const DeviceAddress a = allocator_.allocate(1000);
+  EXPECT_THROW(allocator_.record_stream(a, 1), RuntimeError);
+  EXPECT_THROW(allocator_.record_stream(a + 512, 0), RuntimeError);
+  allocator_.free(a);
 }
 
 TEST_F(CachingAllocatorTest, ConcurrentThreadsGetDisjointBlocks) {

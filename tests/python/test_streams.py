@@ -144,6 +144,36 @@ def test_record_stream():
     assert_tpu_close(y, torch.full((4,), 2.0))
 
 
+def test_freed_block_is_reused_by_its_own_stream_at_once():
+    x = torch.empty(1024, device="tpu")
+    address = x.data_ptr()
+    del x  # nothing queued on another stream uses it
+    assert torch.empty(1024, device="tpu").data_ptr() == address
+
+
+def test_record_stream_defers_reuse_until_that_stream_has_run():
+    side = torch.tpu.Stream()
+    x = torch.ones(512, 512, device="tpu")
+    address = x.data_ptr()
+    side.wait_stream(torch.tpu.current_stream())
+    with torch.tpu.stream(side):
+        y = slow_chain(x)  # queued on the side stream, reads x later
+    x.record_stream(side)
+    del x
+    # The default stream must not get x's block while the side stream may still read it.
+    early = torch.empty(512, 512, device="tpu")
+    assert early.data_ptr() != address
+    side.synchronize()
+    assert torch.empty(512, 512, device="tpu").data_ptr() == address
+    assert_tpu_close(y, slow_chain(torch.ones(512, 512)))
+
+
+def test_record_stream_rejects_a_stream_of_another_device_type():
+    x = torch.ones(4, device="tpu")
+    with pytest.raises(RuntimeError, match="expected a tpu stream"):
+        x.record_stream(torch.Stream("cpu"))
+
+
 # Only the main thread may own an OpenMP team: a second one (on the stream worker or the
 # autograd thread) makes libgomp throttle every team, and CPU eager then runs ~2x slower for
 # the rest of the process. Threads are counted, not timed: a second team shows up as an extra

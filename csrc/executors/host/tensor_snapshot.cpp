@@ -44,7 +44,6 @@ const void* element0_address(const at::Tensor& tensor) {
 TensorSnapshot::TensorSnapshot(const at::Tensor& tensor)
     : defined_(tensor.defined()) {
   if (!defined_) return;
-  storage_ = tensor.storage();
   device_data_ = const_cast<void*>(element0_address(tensor));
   sizes_.assign(tensor.sizes().begin(), tensor.sizes().end());
   strides_.assign(tensor.strides().begin(), tensor.strides().end());

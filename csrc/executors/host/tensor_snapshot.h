@@ -1,6 +1,9 @@
 // The host executor's view of a tpu tensor: its geometry captured when an op is queued, and a
 // zero-copy CPU tensor over the same chip memory made when the op runs. Capturing at queue time
 // matters: later host-side resize_/set_ must not change what an already-queued op reads.
+// A snapshot holds no reference to the tensor's buffer: the caching allocator reuses a freed
+// block only in its stream's order (runtime/caching_allocator.h), so the memory stays the
+// queued op's until it has run, without the host and the executor sharing refcounts.
 #pragma once
 
 #include <ATen/core/Tensor.h>
@@ -12,7 +15,7 @@ namespace torch_tpu::executors::host {
 class TensorSnapshot {
  public:
   TensorSnapshot() = default;
-  // Captures `tensor` (a tpu tensor); keeps its storage, and so its chip buffer, alive.
+  // Captures `tensor` (a tpu tensor).
   explicit TensorSnapshot(const at::Tensor& tensor);
 
   // A CPU tensor aliasing the captured chip memory (no copy). Call where the op runs.
@@ -24,7 +27,6 @@ class TensorSnapshot {
 
  private:
   bool defined_ = false;
-  c10::Storage storage_;
   void* device_data_ = nullptr;  // device address of element 0, as of capture
   c10::SmallVector<int64_t, 5> sizes_;
   c10::SmallVector<int64_t, 5> strides_;
