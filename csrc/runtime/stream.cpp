@@ -50,29 +50,44 @@ thread_local bool t_executor_prepared = false;
 void set_executor_thread_hook(ExecutorThreadHook hook) { g_executor_thread_hook.store(hook); }
 
 Stream::Stream(int chip_index, int64_t id, int priority)
-    : chip_index_(chip_index), id_(id), priority_(priority) {}
+    : chip_index_(chip_index), id_(id), priority_(priority), head_(new Node), tail_(head_) {}
 
 Stream::~Stream() {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    stopping_ = true;
+    stopping_.store(true);
   }
   work_ready_.notify_one();
   // The worker drains the queue before it sees stopping_, so queued work still runs.
   if (worker_.joinable()) worker_.join();
+  delete_retired();
+  delete head_;
 }
 
 void Stream::enqueue(const char* op_name, Task task) {
-  bool wake = false;
-  {
+  if (!worker_started_.load(std::memory_order_acquire)) start_worker();
+  auto* node = new Node;
+  node->op_name = op_name;
+  node->task = std::move(task);
+  // Link at the tail: the exchange orders producers; until `previous->next` is set the
+  // executor sees the queue end at `previous` and simply looks again.
+  Node* previous = tail_.exchange(node, std::memory_order_acq_rel);
+  previous->next.store(node, std::memory_order_release);
+  // seq_cst pairs with wait_for_work(): either the worker sees this count, or this thread
+  // sees the worker asleep and wakes it.
+  enqueued_.fetch_add(1, std::memory_order_seq_cst);
+  if (worker_sleeping_.load(std::memory_order_seq_cst)) {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (!worker_.joinable()) start_worker_locked();
-    queue_.push_back(Entry{op_name, std::move(task)});
-    // Counted under the lock after the push, so a worker seeing the count also finds the entry.
-    enqueued_.fetch_add(1, std::memory_order_release);
-    wake = worker_sleeping_;
+    work_ready_.notify_one();
   }
-  if (wake) work_ready_.notify_one();
+  if (retired_.load(std::memory_order_relaxed) != nullptr) delete_retired();
+}
+
+void Stream::start_worker() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (worker_started_.load(std::memory_order_relaxed)) return;
+  worker_ = std::thread([this] { run_worker(); });
+  worker_started_.store(true, std::memory_order_release);
 }
 
 void Stream::synchronize() {
@@ -81,18 +96,16 @@ void Stream::synchronize() {
   // A running worker finishes tiny ops faster than a futex round trip: spin a little before
   // taking over. A sleeping worker would not start soon; take over at once (Debug mode waits
   // after every op, so this is its common case).
-  if (done() || (!worker_sleeping_.load(std::memory_order_relaxed) && spin_until(done, kHostSpin))) {
-    raise_pending_error();
-    return;
+  if (!done() && (worker_sleeping_.load(std::memory_order_relaxed) || !spin_until(done, kHostSpin))) {
+    // Take over the queue: the worker gives up the executor after the task it is running.
+    host_wants_executor_.fetch_add(1);
+    while (!done()) {
+      std::lock_guard<std::mutex> executor(executor_);
+      while (Node* node = pop()) run(*node);
+    }
+    host_wants_executor_.fetch_sub(1);
   }
-  // Take over the queue: the worker gives up the executor after the task it is running.
-  host_wants_executor_.fetch_add(1);
-  while (!done()) {
-    std::lock_guard<std::mutex> executor(executor_);
-    std::deque<Entry> batch = take_queued();
-    for (Entry& entry : batch) run_entry(entry);
-  }
-  host_wants_executor_.fetch_sub(1);
+  release_finished_tasks();
   raise_pending_error();
 }
 
@@ -110,50 +123,75 @@ bool Stream::query() const {
          enqueued_.load(std::memory_order_acquire);
 }
 
-void Stream::start_worker_locked() { worker_ = std::thread([this] { run_worker(); }); }
+Stream::Node* Stream::pop() {
+  Node* next = head_->next.load(std::memory_order_acquire);
+  if (next == nullptr) return nullptr;
+  // The old head's task has run: retire it for the host to delete.
+  Node* retired = head_;
+  head_ = next;
+  retired->next_retired = retired_.load(std::memory_order_relaxed);
+  while (!retired_.compare_exchange_weak(retired->next_retired, retired,
+                                         std::memory_order_release, std::memory_order_relaxed)) {
+  }
+  return next;
+}
 
-std::deque<Stream::Entry> Stream::take_queued() {
-  std::deque<Entry> batch;
-  std::lock_guard<std::mutex> lock(mutex_);
-  batch.swap(queue_);
-  return batch;
+void Stream::release_finished_tasks() {
+  {
+    // The head's task has run (it stays queued as the head until the next pop): free its
+    // captures now, so a host that synchronized sees everything the tasks held released.
+    std::lock_guard<std::mutex> executor(executor_);
+    head_->task = nullptr;
+  }
+  delete_retired();
+}
+
+void Stream::delete_retired() {
+  Node* node = retired_.exchange(nullptr, std::memory_order_acquire);
+  while (node != nullptr) {
+    Node* next = node->next_retired;
+    delete node;
+    node = next;
+  }
+}
+
+bool Stream::wait_for_work() {
+  const auto idle = [&] {
+    return enqueued_.load(std::memory_order_seq_cst) == completed_.load() ||
+           host_wants_executor_.load() > 0;
+  };
+  std::unique_lock<std::mutex> lock(mutex_);
+  worker_sleeping_.store(true, std::memory_order_seq_cst);
+  while (idle() && !stopping_.load()) {
+    // A host leaving synchronize() does not wake us; the timeout covers that case.
+    work_ready_.wait_for(lock, std::chrono::milliseconds(1));
+  }
+  worker_sleeping_.store(false);
+  return !(stopping_.load() && enqueued_.load() == completed_.load());
 }
 
 void Stream::run_worker() {
   t_is_stream_worker = true;
   for (;;) {
-    // enqueued_ is read without the lock so the spin does not contend with enqueue().
-    spin_until([&] { return enqueued_.load(std::memory_order_acquire) !=
-                            completed_.load(std::memory_order_acquire); },
-               kWorkerSpin);
-    {
-      std::unique_lock<std::mutex> lock(mutex_);
-      while (queue_.empty() || host_wants_executor_.load() > 0) {
-        if (stopping_ && queue_.empty()) return;
-        worker_sleeping_ = true;
-        // A host running the queue wakes us when it leaves (or work arrives); the timeout
-        // covers a host that left between our check and the wait.
-        work_ready_.wait_for(lock, std::chrono::milliseconds(1));
-        worker_sleeping_ = false;
-      }
+    // Counters are read without any lock so the spin does not contend with producers.
+    const bool has_work = spin_until(
+        [&] {
+          return enqueued_.load(std::memory_order_acquire) !=
+                     completed_.load(std::memory_order_acquire) &&
+                 host_wants_executor_.load(std::memory_order_relaxed) == 0;
+        },
+        kWorkerSpin);
+    if (!has_work) {
+      if (!wait_for_work()) return;
+      continue;
     }
     // One task per turn, so a host that starts waiting takes over after the current task.
-    // (Taking several per turn made the host slower on tiny ops: the worker then releases
-    // their storages in step with the host capturing new ones, and the refcount cache lines
-    // bounce between the cores.)
     std::lock_guard<std::mutex> executor(executor_);
-    std::optional<Entry> entry;
-    {
-      std::lock_guard<std::mutex> lock(mutex_);
-      if (queue_.empty()) continue;
-      entry.emplace(std::move(queue_.front()));
-      queue_.pop_front();
-    }
-    run_entry(*entry);
+    if (Node* node = pop()) run(*node);
   }
 }
 
-void Stream::run_entry(Entry& entry) {
+void Stream::run(Node& node) {
   if (!t_executor_prepared) {
     t_executor_prepared = true;
     if (const ExecutorThreadHook hook = g_executor_thread_hook.load()) hook(t_is_stream_worker);
@@ -162,7 +200,7 @@ void Stream::run_entry(Entry& entry) {
   bool failed = false;
   std::string message;
   try {
-    entry.task();
+    node.task();
   } catch (const std::exception& e) {
     failed = true;
     message = e.what();
@@ -174,14 +212,10 @@ void Stream::run_entry(Entry& entry) {
     std::lock_guard<std::mutex> lock(mutex_);
     // The first failure is the root cause; later ones are usually its consequences.
     if (!pending_error_) {
-      pending_error_.emplace(entry.op_name != nullptr ? entry.op_name : "<unnamed>", message);
+      pending_error_.emplace(node.op_name != nullptr ? node.op_name : "<unnamed>", message);
     }
   }
-  // Destroy the task's captures (which may free chip memory) before the task counts as done,
-  // so a host that synchronized sees that memory released.
-  entry.task = nullptr;
-
-  completed_.fetch_add(1);
+  completed_.fetch_add(1, std::memory_order_release);
 }
 
 }  // namespace torch_tpu::runtime

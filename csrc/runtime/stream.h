@@ -9,7 +9,6 @@
 #include <atomic>
 #include <condition_variable>
 #include <cstdint>
-#include <deque>
 #include <functional>
 #include <mutex>
 #include <optional>
@@ -55,33 +54,47 @@ class Stream {
   int priority() const { return priority_; }
 
  private:
-  struct Entry {
-    const char* op_name;
+  // A queued task. Nodes form a lock-free multi-producer queue (Vyukov's): producers link
+  // new nodes at the tail; the executor pops at the head. A run node stays as the queue's
+  // head until the next pop, then is retired: the host deletes retired nodes (and so the
+  // tasks' captures) on its own thread, so allocation and freeing of tasks both happen there.
+  struct Node {
+    std::atomic<Node*> next{nullptr};
+    Node* next_retired = nullptr;
+    const char* op_name = nullptr;
     Task task;
   };
   void run_worker();
-  // Takes every queued task (under mutex_); empty if none.
-  std::deque<Entry> take_queued();
-  // Runs one task, keeping its error, then counts it done. Caller holds executor_.
-  void run_entry(Entry& entry);
-  void start_worker_locked();
+  // Sleeps until work arrives (or stopping); returns false when the worker should exit.
+  bool wait_for_work();
+  // The next queued node, or nullptr. Caller holds executor_.
+  Node* pop();
+  // Runs a popped node's task, keeping its error, then counts it done. Caller holds executor_.
+  void run(Node& node);
+  // Frees retired nodes and the captures of the last task run (host side).
+  void release_finished_tasks();
+  void delete_retired();
+  void start_worker();
 
   const int chip_index_;
   const int64_t id_;
   const int priority_;
 
-  mutable std::mutex mutex_;
   std::mutex executor_;  // held by whichever thread is running tasks (worker or waiting host)
-  std::condition_variable work_ready_;
-  std::deque<Entry> queue_;
-  // Written by different threads (hosts / the executor) on every op: separate cache lines, or
-  // the two cores ping-pong one line and tiny ops get ~2x slower.
+  Node* head_;           // the last node taken (a run task, or the initial stub); executor side
+  // Producers and the executor touch these on every op: separate cache lines, or the two
+  // cores ping-pong one line and tiny ops get slower.
+  alignas(64) std::atomic<Node*> tail_;
   alignas(64) std::atomic<uint64_t> enqueued_{0};
   alignas(64) std::atomic<uint64_t> completed_{0};
-  alignas(64) char after_counters_ = 0;  // keeps the next members off completed_'s line
-  std::atomic<int> host_wants_executor_{0};  // hosts in synchronize(); the worker stands aside
-  std::atomic<bool> worker_sleeping_{false};  // written under mutex_; read unlocked as a hint
-  bool stopping_ = false;
+  alignas(64) std::atomic<Node*> retired_{nullptr};
+  alignas(64) std::atomic<int> host_wants_executor_{0};  // hosts in synchronize(); the worker stands aside
+  std::atomic<bool> worker_sleeping_{false};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> worker_started_{false};
+
+  mutable std::mutex mutex_;  // guards sleeping/waking, starting the worker, pending_error_
+  std::condition_variable work_ready_;
   std::optional<AsyncOpError> pending_error_;
   std::thread worker_;
 };
