@@ -33,5 +33,8 @@ if not hasattr(torch, "tpu"):
 
 from ._metrics import metrics, reset_metrics  # noqa: E402
 from ._modes import get_mode, mode, set_check_nans, set_mode  # noqa: E402
+from ._shutdown import install as _install_shutdown_hook  # noqa: E402
+
+_install_shutdown_hook()
 
 __all__ = ["get_mode", "metrics", "mode", "reset_metrics", "set_check_nans", "set_mode"]

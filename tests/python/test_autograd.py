@@ -5,7 +5,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from conftest import assert_tpu_close, to_tpu_copy
+from conftest import assert_tpu_close, run_python_ok, to_tpu_copy
 
 pytestmark = pytest.mark.usefixtures("mode")
 
@@ -95,3 +95,20 @@ def test_gradient_accumulation_and_autograd_grad():
         (gg,) = torch.autograd.grad(g.sum(), w)  # double backward
         grads.append((g, gg))
     assert_tpu_close(list(grads[1]), list(grads[0]))
+
+
+# PyTorch runs tpu backward passes on an autograd device thread that may still hold the last
+# graph task (and a Python object in it) when the interpreter exits; without torch_tpu's exit
+# hook, about a third of such runs aborted ("terminate called without an active exception").
+# Racy by nature, so several runs.
+EXIT_AFTER_TRAINING_SCRIPT = """
+import torch, torch_tpu
+from torch_tpu.demo.train import train
+torch_tpu.set_mode("debug")
+train("tpu", 4, warmup=1)
+"""
+
+
+def test_process_exits_cleanly_right_after_training():
+    for _ in range(3):
+        run_python_ok(EXIT_AFTER_TRAINING_SCRIPT)
