@@ -118,29 +118,30 @@ torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
   return meta;
 }
 
-std::vector<CapturedArg> capture_args(const torch::jit::Stack& args) {
-  std::vector<CapturedArg> captured(args.size());
+CapturedArgs capture_args(const torch::jit::Stack& args) {
+  CapturedArgs captured;
+  captured.args.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& arg = args[i];
-    CapturedArg& slot = captured[i];
-    auto add = [&slot](const std::optional<at::Tensor>& tensor) {
+    CapturedArgs::Arg& slot = captured.args[i];
+    slot.first_tensor = static_cast<uint32_t>(captured.tensors.size());
+    auto add = [&](const std::optional<at::Tensor>& tensor) {
+      CapturedArgs::Tensor& element = captured.tensors.emplace_back();
       if (tensor.has_value() && is_tpu(*tensor)) {
-        slot.tensors.emplace_back(*tensor);
-        slot.host_tensors.emplace_back();
-      } else {
-        slot.tensors.emplace_back();
-        slot.host_tensors.push_back(tensor.has_value() && tensor->defined() ? tensor->clone()
-                                                                             : at::Tensor());
+        element.snapshot = executors::host::TensorSnapshot(*tensor);
+      } else if (tensor.has_value() && tensor->defined()) {
+        element.host = tensor->clone();
       }
+      ++slot.tensor_count;
     };
     if (arg.isTensor()) {
-      slot.kind = CapturedArg::Kind::kTensor;
+      slot.kind = CapturedArgs::Arg::Kind::kTensor;
       add(arg.toTensor());
     } else if (arg.isTensorList()) {
-      slot.kind = CapturedArg::Kind::kTensorList;
+      slot.kind = CapturedArgs::Arg::Kind::kTensorList;
       for (const at::Tensor& tensor : arg.toTensorList()) add(tensor);
     } else if (arg.isOptionalTensorList()) {
-      slot.kind = CapturedArg::Kind::kOptionalTensorList;
+      slot.kind = CapturedArgs::Arg::Kind::kOptionalTensorList;
       for (const std::optional<at::Tensor> tensor : arg.toOptionalTensorList()) add(tensor);
     } else {
       slot.value = cpu_side_value(arg);
@@ -151,39 +152,39 @@ std::vector<CapturedArg> capture_args(const torch::jit::Stack& args) {
 
 namespace {
 
-at::Tensor rebuild(const CapturedArg& slot, size_t index, std::vector<QueuedView>& views) {
-  const auto& snapshot = slot.tensors[index];
-  if (!snapshot.defined()) return slot.host_tensors[index];
-  at::Tensor view = snapshot.cpu_view();
-  views.emplace_back(&snapshot, view);
+at::Tensor rebuild(const CapturedArgs::Tensor& element, std::vector<QueuedView>& views) {
+  if (!element.snapshot.defined()) return element.host;
+  at::Tensor view = element.snapshot.cpu_view();
+  views.emplace_back(&element.snapshot, view);
   return view;
 }
 
 }  // namespace
 
-torch::jit::Stack cpu_args(const std::vector<CapturedArg>& captured,
-                           std::vector<QueuedView>& views) {
+torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>& views) {
   torch::jit::Stack stack;
-  stack.reserve(captured.size());
-  for (const CapturedArg& slot : captured) {
+  stack.reserve(captured.args.size());
+  views.reserve(captured.tensors.size());
+  for (const CapturedArgs::Arg& slot : captured.args) {
+    const auto* elements = captured.tensors.data() + slot.first_tensor;
     switch (slot.kind) {
-      case CapturedArg::Kind::kValue:
+      case CapturedArgs::Arg::Kind::kValue:
         stack.push_back(slot.value);
         break;
-      case CapturedArg::Kind::kTensor:
-        stack.push_back(rebuild(slot, 0, views));
+      case CapturedArgs::Arg::Kind::kTensor:
+        stack.push_back(rebuild(elements[0], views));
         break;
-      case CapturedArg::Kind::kTensorList: {
+      case CapturedArgs::Arg::Kind::kTensorList: {
         c10::List<at::Tensor> list;
-        list.reserve(slot.tensors.size());
-        for (size_t i = 0; i < slot.tensors.size(); ++i) list.push_back(rebuild(slot, i, views));
+        list.reserve(slot.tensor_count);
+        for (uint32_t i = 0; i < slot.tensor_count; ++i) list.push_back(rebuild(elements[i], views));
         stack.push_back(std::move(list));
         break;
       }
-      case CapturedArg::Kind::kOptionalTensorList: {
+      case CapturedArgs::Arg::Kind::kOptionalTensorList: {
         c10::List<std::optional<at::Tensor>> list;
-        for (size_t i = 0; i < slot.tensors.size(); ++i) {
-          at::Tensor tensor = rebuild(slot, i, views);
+        for (uint32_t i = 0; i < slot.tensor_count; ++i) {
+          at::Tensor tensor = rebuild(elements[i], views);
           list.push_back(tensor.defined() ? std::optional<at::Tensor>(std::move(tensor))
                                           : std::nullopt);
         }

@@ -9,6 +9,7 @@
 #include <ATen/core/function_schema.h>
 #include <ATen/core/ivalue.h>
 #include <ATen/core/stack.h>
+#include <c10/util/SmallVector.h>
 
 #include "executors/host/tensor_snapshot.h"
 
@@ -25,27 +26,35 @@ c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::ji
 torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
                                std::unordered_map<const c10::TensorImpl*, at::Tensor>& originals);
 
-// One argument captured for a queued op.
-struct CapturedArg {
-  enum class Kind { kValue, kTensor, kTensorList, kOptionalTensorList };
-  Kind kind = Kind::kValue;
-  c10::IValue value;  // kValue: the argument, with generators and devices already CPU-side
-  // Tensor kinds, one entry per element: a snapshot for tpu tensors, else a host tensor
-  // (a CPU tensor cloned at capture, or undefined for a missing optional).
-  std::vector<executors::host::TensorSnapshot> tensors;
-  std::vector<at::Tensor> host_tensors;
+// A queued op's arguments, captured at queue time in one flat block: the host fills it and
+// the executor reads it on another core, so it is kept to few allocations and cache lines.
+struct CapturedArgs {
+  // One tensor element: a snapshot for a tpu tensor, else a host tensor (a CPU tensor cloned
+  // at capture, or undefined for a missing optional).
+  struct Tensor {
+    executors::host::TensorSnapshot snapshot;
+    at::Tensor host;
+  };
+  struct Arg {
+    enum class Kind : uint8_t { kValue, kTensor, kTensorList, kOptionalTensorList };
+    Kind kind = Kind::kValue;
+    uint32_t first_tensor = 0;  // tensor kinds: elements are tensors[first_tensor, +count)
+    uint32_t tensor_count = 0;
+    c10::IValue value;  // kValue: the argument, with generators and devices already CPU-side
+  };
+  c10::SmallVector<Arg, 6> args;
+  c10::SmallVector<Tensor, 3> tensors;
 };
 
 // Captures `args` at queue time: tpu tensors as snapshots, CPU tensors cloned (the host may
 // change them before the op runs), generators swapped for the CPU generators kernels use.
-std::vector<CapturedArg> capture_args(const torch::jit::Stack& args);
+CapturedArgs capture_args(const torch::jit::Stack& args);
 // A CPU view made for a queued op, with the snapshot it came from (for write-back).
 using QueuedView = std::pair<const executors::host::TensorSnapshot*, at::Tensor>;
 
 // Rebuilds the CPU argument stack from captured args (call where the op runs); every view made
 // is appended to `views`.
-torch::jit::Stack cpu_args(const std::vector<CapturedArg>& captured,
-                           std::vector<QueuedView>& views);
+torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>& views);
 
 // A CPU view made now from a live tpu tensor, for the synchronous fallback.
 struct LiveView {

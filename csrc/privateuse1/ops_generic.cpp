@@ -39,8 +39,8 @@ void call_cpu(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
 // it writes (through an out= overload, or by copying the functional kernel's results).
 struct QueuedOp {
   c10::OperatorHandle cpu_op;
-  std::vector<CapturedArg> captured;
-  std::vector<executors::host::TensorSnapshot> targets;
+  CapturedArgs captured;
+  c10::SmallVector<executors::host::TensorSnapshot, 2> targets;
   bool use_out_variant;
   bool copy_results;
 };
@@ -49,6 +49,8 @@ void run_queued_unchecked(const QueuedOp& queued) {
   std::vector<QueuedView> views;
   torch::jit::Stack cpu_stack = cpu_args(queued.captured, views);
   if (queued.use_out_variant) {
+    cpu_stack.reserve(cpu_stack.size() + queued.targets.size());
+    views.reserve(views.size() + queued.targets.size());
     for (const auto& target : queued.targets) {
       cpu_stack.push_back(target.cpu_view());
       views.emplace_back(&target, cpu_stack.back().toTensor());
@@ -382,8 +384,8 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
 
   // Queue the CPU kernel. Functional ops write through their out= overload into the fresh
   // outputs; without one, their results are copied in.
-  std::vector<CapturedArg> captured = capture_args(args);
-  std::vector<executors::host::TensorSnapshot> targets(fresh.begin(), fresh.end());
+  CapturedArgs captured = capture_args(args);
+  c10::SmallVector<executors::host::TensorSnapshot, 2> targets(fresh.begin(), fresh.end());
   const bool use_out_variant = !plan.mutates_args && plan.out_variant.has_value() &&
                                targets.size() == returns.size();
   const c10::OperatorHandle cpu_op = use_out_variant ? *plan.out_variant : op;

@@ -45,20 +45,21 @@ TensorSnapshot::TensorSnapshot(const at::Tensor& tensor)
     : defined_(tensor.defined()) {
   if (!defined_) return;
   device_data_ = const_cast<void*>(element0_address(tensor));
-  sizes_.assign(tensor.sizes().begin(), tensor.sizes().end());
-  strides_.assign(tensor.strides().begin(), tensor.strides().end());
+  geometry_.reserve(2 * tensor.dim());
+  geometry_.append(tensor.sizes().begin(), tensor.sizes().end());
+  geometry_.append(tensor.strides().begin(), tensor.strides().end());
   dtype_ = tensor.scalar_type();
 }
 
 at::Tensor TensorSnapshot::cpu_view() const {
   if (!defined_) return at::Tensor();
-  return make_cpu_view(device_data_, sizes_, strides_, dtype_);
+  return make_cpu_view(device_data_, sizes(), strides(), dtype_);
 }
 
 void TensorSnapshot::write_back_if_moved(const at::Tensor& view) const {
   if (!defined_ || !moved_off_chip(view, host_address(device_data_))) return;
-  TORCH_CHECK(view.sizes() == c10::IntArrayRef(sizes_), "a CPU kernel resized an output from ",
-              c10::IntArrayRef(sizes_), " to ", view.sizes(), " (expected by its Meta kernel)");
+  TORCH_CHECK(view.sizes() == sizes(), "a CPU kernel resized an output from ", sizes(), " to ",
+              view.sizes(), " (expected by its Meta kernel)");
   cpu_view().copy_(view);
 }
 

@@ -26,11 +26,15 @@ class TensorSnapshot {
   bool defined() const { return defined_; }
 
  private:
-  bool defined_ = false;
+  c10::IntArrayRef sizes() const { return {geometry_.data(), geometry_.size() / 2}; }
+  c10::IntArrayRef strides() const {
+    return {geometry_.data() + geometry_.size() / 2, geometry_.size() / 2};
+  }
+
   void* device_data_ = nullptr;  // device address of element 0, as of capture
-  c10::SmallVector<int64_t, 5> sizes_;
-  c10::SmallVector<int64_t, 5> strides_;
+  c10::SmallVector<int64_t, 8> geometry_;  // sizes, then strides (inline up to 4 dims)
   c10::ScalarType dtype_ = c10::ScalarType::Undefined;
+  bool defined_ = false;
 };
 
 // Host address of a device address (nullptr stays nullptr). Throws for non-device addresses.
