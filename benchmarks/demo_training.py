@@ -14,7 +14,7 @@ from torch_tpu.demo.train import train
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=80)
-    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
     results = {"tpu": [], "cpu": []}
     # Interleaved repeats, best of each: these machines are noisy.
