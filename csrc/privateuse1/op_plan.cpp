@@ -5,6 +5,7 @@
 #include <shared_mutex>
 #include <unordered_map>
 
+#include "privateuse1/cpu_output_rules.h"
 #include "privateuse1/out_variants.h"
 
 namespace torch_tpu::privateuse1 {
@@ -50,7 +51,9 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
   if (returns_need_data(schema) || cpu_shapes_differ_from_meta(schema.name())) {
     plan->strategy = OpStrategy::kSyncFallback;
   }
-  if (!plan->mutates_args) plan->out_variant = out_variant_of(op);
+  if (!plan->mutates_args && !out_variant_is_narrower(schema.name())) {
+    plan->out_variant = out_variant_of(op);
+  }
   const auto& args = schema.arguments();
   for (size_t i = 0; i < args.size(); ++i) {
     plan->scalar_args.push_back(is_scalar_type(args[i].type()));

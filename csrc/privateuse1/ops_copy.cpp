@@ -96,6 +96,19 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
 
 }  // namespace
 
+// The conjugate and negative views' fallbacks resolve a lazy bit by cloning, and a clone copies
+// through _copy_from again, forever. Copies honour the bits themselves instead: the CPU views
+// they run on carry them (TensorSnapshot, cpu_view_now), and CPU's copy_ applies them.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("_copy_from", TORCH_FN(copy_from));
   m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));

@@ -17,6 +17,7 @@
 #include "engine/metrics.h"
 #include "engine/mode.h"
 #include "privateuse1/boxed_args.h"
+#include "privateuse1/cpu_output_rules.h"
 #include "privateuse1/generator.h"
 #include "privateuse1/generic_kernel.h"
 #include "privateuse1/op_plan.h"
@@ -36,13 +37,15 @@ void call_cpu(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
 }
 
 // An op queued on a chip: the CPU kernel to run, its captured arguments, and the fresh outputs
-// it writes (through an out= overload, or by copying the functional kernel's results).
+// it writes (through an out= overload, or by copying in the kernel's results).
 struct QueuedOp {
   c10::OperatorHandle cpu_op;
   CapturedArgs captured;
   c10::SmallVector<executors::host::TensorSnapshot, 2> targets;
+  // Without the out= overload: per returned tensor (lists flattened), whether it is fresh and
+  // so copied into the next target (others are the op's own arguments or views of them).
+  c10::SmallVector<bool, 4> fresh_returns;
   bool use_out_variant;
-  bool copy_results;
 };
 
 void run_queued_unchecked(const QueuedOp& queued) {
@@ -58,15 +61,17 @@ void run_queued_unchecked(const QueuedOp& queued) {
   }
   call_cpu(queued.cpu_op, cpu_stack);
   for (const auto& [snapshot, view] : views) snapshot->write_back_if_moved(view);
-  if (!queued.copy_results) return;
-  size_t next = 0;
+  if (queued.use_out_variant || queued.targets.empty()) return;
+  size_t position = 0;
+  size_t next_target = 0;
+  const auto copy_if_fresh = [&](const at::Tensor& result) {
+    if (queued.fresh_returns[position++]) queued.targets[next_target++].cpu_view().copy_(result);
+  };
   for (const c10::IValue& value : cpu_stack) {
-    if (value.isTensor() && value.toTensor().defined()) {
-      queued.targets[next++].cpu_view().copy_(value.toTensor());
-    } else if (value.isTensorList()) {
-      for (const at::Tensor& tensor : value.toTensorList()) {
-        queued.targets[next++].cpu_view().copy_(tensor);
-      }
+    if (value.isTensorList()) {
+      for (const at::Tensor& tensor : value.toTensorList()) copy_if_fresh(tensor);
+    } else if (value.isTensor() || value.isNone()) {
+      copy_if_fresh(value.isTensor() ? value.toTensor() : at::Tensor());
     }
   }
 }
@@ -221,28 +226,33 @@ void run_sync_fallback(const c10::OperatorHandle& op, const OpPlan& plan, c10::D
   torch::jit::Stack cpu_stack = cpu_args_now(args, views);
   engine::translate_errors([&] { call_cpu(op, cpu_stack); });
   for (const LiveView& live : views) write_back_live_view(live, plan, device);
-  torch::jit::drop(*stack, args.size());
-  for (c10::IValue& value : cpu_stack) {
-    if (!value.isTensor()) {
-      stack->push_back(std::move(value));
-      continue;
-    }
-    const at::Tensor& result = value.toTensor();
+  // Each CPU result as the tpu tensor to return: one of the op's arguments, or a fresh CPU
+  // result moved onto the chip in queue order.
+  const auto on_chip = [&](const at::Tensor& result) -> at::Tensor {
+    if (!result.defined()) return result;
     const auto returned_argument =
         std::find_if(views.begin(), views.end(), [&](const LiveView& live) {
           return live.view.unsafeGetTensorImpl() == result.unsafeGetTensorImpl();
         });
-    if (returned_argument != views.end()) {
-      stack->push_back(returned_argument->tpu);  // the op returned one of its arguments
-      continue;
-    }
-    // A fresh CPU result: move it onto the chip, in queue order.
+    if (returned_argument != views.end()) return returned_argument->tpu;
     at::Tensor tpu = at::empty_strided(result.sizes(), result.strides(),
                                        result.options().device(device));
     const executors::host::TensorSnapshot target(tpu);
     engine::launch(device.index(), plan.name.c_str(),
                    [target, result] { target.cpu_view().copy_(result); });
-    stack->push_back(tpu);
+    return tpu;
+  };
+  torch::jit::drop(*stack, args.size());
+  for (c10::IValue& value : cpu_stack) {
+    if (value.isTensor()) {
+      stack->push_back(on_chip(value.toTensor()));
+    } else if (value.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& element : value.toTensorList()) list.push_back(on_chip(element));
+      stack->push_back(std::move(list));
+    } else {
+      stack->push_back(std::move(value));
+    }
   }
 }
 
@@ -294,7 +304,9 @@ OutputSpecs infer_output_specs(const c10::OperatorHandle& op, const torch::jit::
   bool meta_missing = false;
   try {
     op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::Meta), &meta_stack);
-    return specs_from_meta(schema, meta_stack, originals, args);
+    OutputSpecs specs = specs_from_meta(schema, meta_stack, originals, args);
+    apply_cpu_output_rules(schema.name(), args, specs);
+    return specs;
   } catch (const c10::NotImplementedError&) {
     meta_missing = true;
   } catch (const std::exception&) {
@@ -363,19 +375,21 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
 
   std::vector<at::Tensor> fresh;  // outputs allocated here (written by the queued op)
   std::vector<at::Tensor> outputs;
+  c10::SmallVector<bool, 4> fresh_returns;
   torch::jit::Stack results;
   const auto& returns = schema.returns();
   const std::vector<at::Tensor> flat_args = flatten_tensors(args);
+  const auto realize_return = [&](const TensorSpec& spec) {
+    fresh_returns.push_back(spec.kind == TensorSpec::Kind::kFresh);
+    outputs.push_back(realize(spec, args, flat_args, device, fresh));
+    return outputs.back();
+  };
   for (const ReturnSpec& ret : *specs) {
     if (ret.kind == ReturnSpec::Kind::kTensor) {
-      outputs.push_back(realize(ret.tensors[0], args, flat_args, device, fresh));
-      results.push_back(outputs.back());
+      results.push_back(realize_return(ret.tensors[0]));
     } else if (ret.kind == ReturnSpec::Kind::kTensorList) {
       c10::List<at::Tensor> list;
-      for (const TensorSpec& element : ret.tensors) {
-        outputs.push_back(realize(element, args, flat_args, device, fresh));
-        list.push_back(outputs.back());
-      }
+      for (const TensorSpec& element : ret.tensors) list.push_back(realize_return(element));
       results.push_back(std::move(list));
     } else {
       results.push_back(c10::IValue());
@@ -383,16 +397,18 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   }
 
   // Queue the CPU kernel. Functional ops write through their out= overload into the fresh
-  // outputs; without one, their results are copied in.
+  // outputs; otherwise the kernel's fresh results are copied in (ops that update arguments in
+  // place may return fresh tensors too: batch norm's saved statistics).
   CapturedArgs captured = capture_args(args);
   c10::SmallVector<executors::host::TensorSnapshot, 2> targets(fresh.begin(), fresh.end());
   const bool use_out_variant = !plan.mutates_args && plan.out_variant.has_value() &&
                                targets.size() == returns.size();
   const c10::OperatorHandle cpu_op = use_out_variant ? *plan.out_variant : op;
-  const bool copy_results = !plan.mutates_args && !use_out_variant && !targets.empty();
   engine::launch(device.index(), plan.name.c_str(),
                  [queued = QueuedOp{cpu_op, std::move(captured), std::move(targets),
-                                    use_out_variant, copy_results}] { run_queued(queued); });
+                                    std::move(fresh_returns), use_out_variant}] {
+                   run_queued(queued);
+                 });
   if (engine::current_mode() == engine::ExecutionMode::kDebug && engine::check_nans_enabled()) {
     check_finite(plan.name, outputs);
   }

@@ -49,11 +49,16 @@ TensorSnapshot::TensorSnapshot(const at::Tensor& tensor)
   geometry_.append(tensor.sizes().begin(), tensor.sizes().end());
   geometry_.append(tensor.strides().begin(), tensor.strides().end());
   dtype_ = tensor.scalar_type();
+  conj_ = tensor.is_conj();
+  neg_ = tensor.is_neg();
 }
 
 at::Tensor TensorSnapshot::cpu_view() const {
   if (!defined_) return at::Tensor();
-  return make_cpu_view(device_data_, sizes(), strides(), dtype_);
+  at::Tensor view = make_cpu_view(device_data_, sizes(), strides(), dtype_);
+  if (conj_) view._set_conj(true);
+  if (neg_) view._set_neg(true);
+  return view;
 }
 
 void TensorSnapshot::write_back_if_moved(const at::Tensor& view) const {
@@ -69,8 +74,11 @@ bool moved_off_chip(const at::Tensor& view, const void* host_data) {
 
 at::Tensor cpu_view_now(const at::Tensor& tensor) {
   if (!tensor.defined()) return at::Tensor();
-  return make_cpu_view(element0_address(tensor), tensor.sizes(), tensor.strides(),
-                       tensor.scalar_type());
+  at::Tensor view = make_cpu_view(element0_address(tensor), tensor.sizes(), tensor.strides(),
+                                  tensor.scalar_type());
+  if (tensor.is_conj()) view._set_conj(true);
+  if (tensor.is_neg()) view._set_neg(true);
+  return view;
 }
 
 }  // namespace torch_tpu::executors::host

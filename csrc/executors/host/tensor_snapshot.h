@@ -35,6 +35,9 @@ class TensorSnapshot {
   c10::SmallVector<int64_t, 8> geometry_;  // sizes, then strides (inline up to 4 dims)
   c10::ScalarType dtype_ = c10::ScalarType::Undefined;
   bool defined_ = false;
+  // Lazy conjugation / negation bits, carried onto the CPU view so CPU kernels honour them.
+  bool conj_ = false;
+  bool neg_ = false;
 };
 
 // Host address of a device address (nullptr stays nullptr). Throws for non-device addresses.

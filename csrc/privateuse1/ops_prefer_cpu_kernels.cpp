@@ -1,0 +1,41 @@
+// Ops with a CPU kernel of their own and also a CompositeExplicitAutograd decomposition would
+// run the decomposition on tpu, because a backend fallback (our generic kernel) ranks below a
+// composite kernel. The decomposition gives other numbers than the CPU kernel and sometimes
+// fails outright (native_layer_norm's goes through batch norm, which rejects bfloat16 inputs
+// with float32 parameters). These ops get the generic kernel registered explicitly, so they
+// run PyTorch's CPU kernel like every other op. Found by the OpInfo sweep.
+#include <string>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <torch/library.h>
+
+#include "privateuse1/generic_kernel.h"
+
+namespace torch_tpu::privateuse1 {
+namespace {
+
+bool prefers_cpu_kernel(const c10::OperatorHandle& op) {
+  return !op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) &&
+         op.hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
+         op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd);
+}
+
+// Runs when our library loads: every aten op is registered by then (libtorch loaded first).
+const bool g_registered = [] {
+  static torch::Library library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
+                                __FILE__, __LINE__);
+  auto& dispatcher = c10::Dispatcher::singleton();
+  for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
+    if (name.name.rfind("aten::", 0) != 0) continue;
+    const std::optional<c10::OperatorHandle> op = dispatcher.findOp(name);
+    if (!op.has_value() || !prefers_cpu_kernel(*op)) continue;
+    std::string qualified = name.name.substr(6);
+    if (!name.overload_name.empty()) qualified += "." + name.overload_name;
+    library.impl(qualified.c_str(),
+                 torch::CppFunction::makeFromBoxedFunction<&generic_tpu_kernel>());
+  }
+  return true;
+}();
+
+}  // namespace
+}  // namespace torch_tpu::privateuse1
