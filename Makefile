@@ -8,7 +8,7 @@ SETUP_STAMP := $(VENV)/.setup-done
 RUNTIME_BUILD := build/runtime-tests
 export CCACHE_DIR ?= $(HOME)/.cache/ccache
 
-.PHONY: setup build demo test test-cpp test-python bench clean
+.PHONY: setup build demo test test-cpp test-python bench conformance clean
 
 $(SETUP_STAMP): scripts/setup.sh
 	bash scripts/setup.sh
@@ -38,6 +38,13 @@ test-python: build
 bench: build
 	$(PY) benchmarks/op_overhead.py
 	$(PY) benchmarks/demo_training.py
+
+# Both full sweeps in Strict and Debug; rewrites conformance/reports/ (takes a while).
+conformance: build
+	$(PY) -m conformance.opinfo --mode strict
+	$(PY) -m conformance.opinfo --mode debug
+	$(PY) -m conformance.hf --mode strict
+	$(PY) -m conformance.hf --mode debug
 
 clean:
 	rm -rf build

@@ -26,3 +26,6 @@ fi
 # torch is pinned exactly; installing it first keeps the others from pulling a different build.
 .venv/bin/pip install -q torch==2.13.0
 .venv/bin/pip install -q numpy tqdm pytest "scikit-build-core>=0.10" pybind11 ninja cmake
+# Conformance sweeps: PyTorch's OpInfo database needs expecttest; the Hugging Face sweep builds
+# models from the pinned transformers (it does not depend on torch, so torch stays as pinned).
+.venv/bin/pip install -q expecttest==0.3.0 transformers==5.24.0

@@ -2,8 +2,8 @@
 
     python -m conformance.opinfo [--mode strict|debug|fused] [--tier full|fast] [--ops a,b]
 
-Ops run in a child process (conformance/opinfo/worker.py) so that a crash or a hang is
-recorded against the op that caused it and the sweep goes on in a fresh child. `--check`
+Ops run in child processes (conformance/isolated.py) so that a crash or a hang is recorded
+against the op that caused it and the sweep goes on in a fresh child. `--check`
 compares against the committed report instead of rewriting it, failing on any (op, dtype)
 that passed there and does not now (the CI tier).
 """
@@ -14,63 +14,15 @@ import argparse
 import json
 import os
 import platform
-import selectors
-import subprocess
 import sys
 import tempfile
 import time
 
 from tqdm import tqdm
 
-REPORTS = os.path.join(os.path.dirname(__file__), "..", "reports")
+from ..isolated import child_env, run_isolated
 
-
-def run_ops(op_ids: list[str], mode: str, timeout: float, on_result) -> None:
-    """Evaluates `op_ids` in child processes; calls on_result(op_id, records) for each op,
-    with crash/timeout records when a child dies or hangs on that op."""
-    remaining = list(op_ids)
-    while remaining:
-        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-            f.write("\n".join(remaining))
-            ops_file = f.name
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TPU_", "TPU_"))}
-        env["TORCH_TPU_MODE"] = mode
-        child = subprocess.Popen(
-            [sys.executable, "-m", "conformance.opinfo.worker", "--ops", ops_file],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env,
-            cwd=os.path.join(os.path.dirname(__file__), "..", ".."))
-        selector = selectors.DefaultSelector()
-        selector.register(child.stdout, selectors.EVENT_READ)
-        current = None
-        deadline = time.monotonic() + timeout
-        failure = None
-        while True:
-            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
-                child.kill()
-                failure = f"crash: timeout after {timeout:.0f} s"
-                break
-            line = child.stdout.readline()
-            if not line:
-                code = child.wait()
-                failure = f"crash: worker exited with status {code}" if current else None
-                break
-            if not line.startswith("{"):
-                continue
-            event = json.loads(line)
-            if "begin" in event:
-                current = event["begin"]
-                deadline = time.monotonic() + timeout
-            else:
-                on_result(event["op"], event["results"])
-                remaining.remove(event["op"])
-                current = None
-        child.wait()
-        os.unlink(ops_file)
-        if current is not None:
-            on_result(current, [crash_record(current, failure)])
-            remaining.remove(current)
-        elif failure is None and remaining:
-            raise RuntimeError(f"worker stopped early with {len(remaining)} ops left")
+REPORTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "reports"))
 
 
 def crash_record(op: str, message: str) -> dict:
@@ -109,21 +61,25 @@ def main():
     records: list[dict] = []
     started = time.monotonic()
     with tqdm(total=len(op_ids), unit="op", dynamic_ncols=True) as bar:
-        def on_result(op, results):
-            records.extend(results)
+        def on_result(op, results, failure):
+            records.extend(results if results is not None else [crash_record(op, failure)])
             bar.set_postfix_str(op[:30])
             bar.update(1)
-        run_ops(op_ids, args.mode, args.timeout, on_result)
+        run_isolated("conformance.opinfo.worker", op_ids, child_env(args.mode), args.timeout,
+                     on_result)
 
-    suffix = "" if args.mode == "strict" else f"_{args.mode}"
-    name = f"opinfo{suffix}" + ("_fast" if args.tier == "fast" and not args.ops else "")
-    committed = os.path.join(REPORTS, f"opinfo{suffix}.json")
+    name = "opinfo" if args.mode == "strict" else f"opinfo_{args.mode}"
+    committed = os.path.join(REPORTS, f"{name}.json")
     if args.check:
         sys.exit(check_against(records, committed))
+    # Only a full sweep replaces the committed report; partial runs go to a scratch folder.
+    out_dir = REPORTS if args.tier == "full" and not args.ops else tempfile.mkdtemp(
+        prefix="opinfo-")
     meta = {"mode": args.mode, "torch": torch.__version__, "ops": len(op_ids),
             "seconds": time.monotonic() - started, "python": platform.python_version()}
-    summary = write(records, meta, os.path.join(REPORTS, f"{name}.json"),
-                    os.path.join(REPORTS, f"{name}.md"))
+    summary = write(records, meta, os.path.join(out_dir, f"{name}.json"),
+                    os.path.join(out_dir, f"{name}.md"))
+    print(f"report: {os.path.join(out_dir, name)}.md")
     for key in ("float32_forward", "float32_backward", "bfloat16_forward", "core_aten_native"):
         print(f"{key}: {percent(summary[key])}")
     print(f"pairs using a CPU fallback: {summary['pairs_using_fallback']}, "

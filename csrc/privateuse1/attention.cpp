@@ -3,7 +3,8 @@
 // masks: slower, and it keeps the attention matrix alive for backward). The host executor runs
 // CPU kernels, so we choose CPU's fused flash kernel whenever its documented constraints hold
 // (PyTorch's own chooser is not exported): 4-D dense inputs of one float dtype, unit last-dim
-// strides, equal head dims and head counts, no dropout, non-empty sequences.
+// strides, equal head dims and head counts, no dropout, non-empty sequences, a mask that needs
+// no gradient.
 #include <ATen/Context.h>
 #include <ATen/native/transformers/attention.h>
 #include <ATen/native/transformers/sdp_utils_cpp.h>
@@ -28,6 +29,8 @@ bool flash_supports(const at::Tensor& query, const at::Tensor& key, const at::Te
   if (attn_mask.has_value() && attn_mask->defined()) {
     const auto mask_dtype = attn_mask->scalar_type();
     if (attn_mask->dim() > 4 || (mask_dtype != at::kBool && mask_dtype != dtype)) return false;
+    // The flash kernel has no gradient for the mask (found by the OpInfo sweep).
+    if (attn_mask->requires_grad()) return false;
   }
   return true;
 }

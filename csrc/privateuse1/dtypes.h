@@ -6,12 +6,12 @@
 
 namespace torch_tpu::privateuse1 {
 
-// Throws TypeError naming `dtype` if tpu tensors cannot hold it (quantized, bit-packed and
-// 4-bit-complex types have no chip kernels).
+// Throws TypeError naming `dtype` if tpu tensors cannot hold it (quantized and bit-packed types
+// have no chip kernels). Other dtypes get whatever kernels PyTorch's CPU backend has for them
+// (uint16/32/64 and complex32 only a few), and the CPU's own error for the rest.
 inline void check_supported_dtype(c10::ScalarType dtype) {
   const bool supported = !c10::isQIntType(dtype) && !c10::isBitsType(dtype) &&
-                         dtype != c10::ScalarType::ComplexHalf &&
-                         !c10::isBarebonesUnsignedType(dtype) && dtype != c10::ScalarType::Undefined;
+                         dtype != c10::ScalarType::Undefined;
   TORCH_CHECK_TYPE(supported, "not supported on tpu yet: dtype ", dtype);
 }
 

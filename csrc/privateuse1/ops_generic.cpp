@@ -209,6 +209,12 @@ void run_queued(const QueuedOp& queued) {
 // data-dependent ops): new geometry on the tpu tensor, and moved contents copied back.
 void write_back_live_view(const LiveView& live, const OpPlan& plan, c10::Device device) {
   const bool moved = executors::host::moved_off_chip(live.view, live.host_data);
+  if (!moved && live.view.strides() != live.tpu.strides()) {
+    // Restrided in place (same memory, as a CPU kernel restrides its out= tensor): take the
+    // new geometry, as the CPU tensor did.
+    live.tpu.unsafeGetTensorImpl()->set_sizes_and_strides(live.view.sizes(), live.view.strides());
+    return;
+  }
   if (live.view.sizes() != live.tpu.sizes()) resize_tensor(live.tpu, live.view.sizes(), std::nullopt);
   if (!moved) return;
   const executors::host::TensorSnapshot target(live.tpu);

@@ -85,6 +85,24 @@ void record_stream(at::Tensor& self, c10::Stream stream) {
   record_stream_use(self.storage().data(), stream);
 }
 
+// Module.to() keeps its Parameter objects (setting `.data`) only when this says the new tensor
+// is compatible; c10's own check knows only in-tree dense backends, so without this every
+// module.to("tpu") made new Parameters and broke weight tying (an LM head tied to its
+// embedding got its own copy). A dense tpu tensor is as compatible with a dense CPU (or tpu)
+// tensor as a CUDA one is. Found by the Hugging Face sweep.
+bool has_compatible_shallow_copy_type(const at::Tensor& self, const at::Tensor& from) {
+  const auto dense_cpu_or_tpu = [](c10::DispatchKeySet keys) {
+    return keys.has(c10::DispatchKey::Dense) &&
+           keys.has_any(c10::DispatchKeySet(
+               {c10::BackendComponent::CPUBit, c10::BackendComponent::PrivateUse1Bit}));
+  };
+  const c10::DispatchKeySet self_keys = self.key_set();
+  const c10::DispatchKeySet from_keys = from.key_set();
+  if (self_keys == from_keys) return true;
+  if (dense_cpu_or_tpu(self_keys) && dense_cpu_or_tpu(from_keys)) return true;
+  return self.unsafeGetTensorImpl()->has_compatible_shallow_copy_type(from_keys);
+}
+
 // Quantized tensors dispatch to QuantizedPrivateUse1, where no kernel exists; say so clearly.
 void reject_quantized(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   std::string dtype = "of quantized tensors";
@@ -109,6 +127,7 @@ TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
 
 TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("record_stream", TORCH_FN(record_stream));
+  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
   m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
   m.impl("empty_strided", TORCH_FN(empty_strided));
   m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));

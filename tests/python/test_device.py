@@ -88,6 +88,22 @@ def test_module_tpu_moves_parameters_and_buffers():
     assert_tpu_close(model_tpu(x.tpu()), model(x))
 
 
+def test_module_to_keeps_parameter_objects_and_weight_ties():
+    """As with CUDA, module.to("tpu") moves each Parameter in place (`.data`), so references
+    (optimizers made before the move) and tied weights (an LM head sharing its embedding) hold."""
+    embedding = torch.nn.Embedding(10, 4)
+    head = torch.nn.Linear(4, 10, bias=False)
+    head.weight = embedding.weight
+    model = torch.nn.Sequential(embedding, head)
+    weight = embedding.weight
+    model.to("tpu")
+    assert embedding.weight is weight and weight.device.type == "tpu"
+    assert head.weight is embedding.weight
+    assert len(list(model.parameters())) == 1
+    model.cpu()
+    assert embedding.weight is weight and weight.device.type == "cpu"
+
+
 @pytest.mark.parametrize("make", [
     lambda: torch.ones(2, device="tpu:5"),
     lambda: torch.ones(2).to("tpu:5"),

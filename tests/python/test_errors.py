@@ -72,11 +72,27 @@ def test_bad_shapes_raise_at_the_call_even_in_strict_mode():
     torch.tpu.synchronize()  # nothing was queued that could fail later
 
 
-@pytest.mark.parametrize("dtype", [torch.complex32, torch.uint16, torch.uint32, torch.bits8],
-                         ids=str)
+@pytest.mark.parametrize("dtype", [torch.bits8, torch.bits16], ids=str)
 def test_unsupported_dtype_is_a_clear_error(dtype):
     with pytest.raises(TypeError, match="not supported on tpu yet: dtype"):
         torch.empty(2, dtype=dtype, device="tpu")
+
+
+@pytest.mark.parametrize("dtype", [torch.uint16, torch.uint32, torch.uint64], ids=str)
+def test_unsigned_dtypes_have_the_cpu_kernels_and_its_errors(dtype):
+    cpu = torch.arange(4).to(dtype)
+    tpu = cpu.to("tpu")
+    assert torch.equal(tpu.cpu(), cpu)
+    assert torch.equal(torch.cat([tpu, tpu]).cpu(), torch.cat([cpu, cpu]))  # a kernel CPU has
+    with pytest.raises(RuntimeError, match="not implemented for 'UInt"):
+        (tpu + tpu).cpu()  # CPU has no add for them either
+
+
+def test_complex32_has_the_cpu_kernels():
+    cpu = torch.arange(4).to(torch.complex32)
+    got = (cpu.to("tpu") + cpu.to("tpu")).cpu()
+    assert got.dtype == torch.complex32
+    assert torch.equal(got.to(torch.complex64), (cpu + cpu).to(torch.complex64))
 
 
 @pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8], ids=str)

@@ -62,10 +62,15 @@ at::Tensor TensorSnapshot::cpu_view() const {
 }
 
 void TensorSnapshot::write_back_if_moved(const at::Tensor& view) const {
-  if (!defined_ || !moved_off_chip(view, host_address(device_data_))) return;
+  if (!defined_) return;
+  const bool moved = moved_off_chip(view, host_address(device_data_));
+  // A kernel may also restride its output in place (to its input's memory format): the values
+  // then sit in our memory in another layout.
+  const bool restrided = !moved && view.strides() != strides();
+  if (!moved && !restrided) return;
   TORCH_CHECK(view.sizes() == sizes(), "a CPU kernel resized an output from ", sizes(), " to ",
               view.sizes(), " (expected by its Meta kernel)");
-  cpu_view().copy_(view);
+  cpu_view().copy_(restrided ? view.clone() : view);  // a restrided view overlaps the target
 }
 
 bool moved_off_chip(const at::Tensor& view, const void* host_data) {

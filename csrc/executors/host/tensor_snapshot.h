@@ -20,8 +20,9 @@ class TensorSnapshot {
 
   // A CPU tensor aliasing the captured chip memory (no copy). Call where the op runs.
   at::Tensor cpu_view() const;
-  // If a CPU kernel resized `view` (made by cpu_view) and so moved it to host memory, copies its
-  // final contents back into chip memory. Throws if its final shape is not the captured one.
+  // If a CPU kernel resized `view` (made by cpu_view) and so moved it to host memory, or
+  // restrided it in place, copies its final contents back into chip memory in the captured
+  // layout. Throws if its final shape is not the captured one.
   void write_back_if_moved(const at::Tensor& view) const;
   bool defined() const { return defined_; }
 

@@ -1,0 +1,29 @@
+"""Child process of the Hugging Face sweep (see conformance/isolated.py for the protocol)."""
+
+import argparse
+import warnings
+
+from ..isolated import emit
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--items", required=True, help="file with one model type per line")
+    args = parser.parse_args()
+    warnings.filterwarnings("ignore")
+
+    import torch  # noqa: F401  (after the parent chose the mode through the environment)
+    import transformers
+
+    transformers.logging.set_verbosity_error()
+    from .harness import evaluate
+
+    with open(args.items) as f:
+        wanted = [line.strip() for line in f if line.strip()]
+    for model_type in wanted:
+        emit({"begin": model_type})
+        emit({"item": model_type, "results": [evaluate(model_type)]})
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""Runs sweep items in child processes, so that a crash or a hang is recorded against the item
+that caused it and the sweep goes on in a fresh child.
+
+The child is `python -m <worker> --items FILE`; it prints one JSON line per event:
+    {"begin": "<item>"}                     before each item
+    {"item": "<item>", "results": [...]}    after it
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import selectors
+import subprocess
+import sys
+import tempfile
+import time
+from typing import Callable
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
+
+
+def run_isolated(worker: str, items: list[str], env: dict[str, str], timeout: float,
+                 on_result: Callable[[str, list | None, str | None], None]) -> None:
+    """Evaluates `items` in order in children running module `worker`. Calls
+    on_result(item, results, None) per finished item, or on_result(item, None, failure) when
+    the child died or ran past `timeout` seconds on it."""
+    remaining = list(items)
+    while remaining:
+        with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
+            f.write("\n".join(remaining))
+            items_file = f.name
+        child = subprocess.Popen([sys.executable, "-m", worker, "--items", items_file],
+                                 stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                                 env=env, cwd=REPO)
+        selector = selectors.DefaultSelector()
+        selector.register(child.stdout, selectors.EVENT_READ)
+        current = None
+        failure = None
+        deadline = time.monotonic() + timeout
+        while True:
+            if not selector.select(timeout=max(0.0, deadline - time.monotonic())):
+                child.kill()
+                failure = f"crash: timeout after {timeout:.0f} s"
+                break
+            line = child.stdout.readline()
+            if not line:
+                code = child.wait()
+                failure = f"crash: worker exited with status {code}"
+                break
+            if not line.startswith("{"):
+                continue
+            event = json.loads(line)
+            if "begin" in event:
+                current = event["begin"]
+                deadline = time.monotonic() + timeout
+            else:
+                on_result(event["item"], event["results"], None)
+                remaining.remove(event["item"])
+                current = None
+        child.wait()
+        os.unlink(items_file)
+        if current is not None:
+            on_result(current, None, failure)
+            remaining.remove(current)
+        elif remaining:
+            raise RuntimeError(f"{worker} stopped early ({failure}) with {len(remaining)} left")
+
+
+def emit(event: dict) -> None:
+    """Prints one event line for the parent (worker side)."""
+    print(json.dumps(event), flush=True)
+
+
+def child_env(mode: str) -> dict[str, str]:
+    """The environment for children: ours without TORCH_TPU_*/TPU_* settings, plus `mode`."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TPU_", "TPU_"))}
+    env["TORCH_TPU_MODE"] = mode
+    return env

@@ -1,0 +1,31 @@
+"""The CI tier of the conformance sweeps: fixed samples of OpInfo entries (Strict and Debug)
+and Hugging Face architectures (Strict), each failing on any regression from the committed
+full reports in conformance/reports/ (conformance/*/fast_tier.py lists the samples)."""
+
+import os
+import subprocess
+import sys
+
+import pytest
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+def run_check(module: str, mode: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TPU_", "TPU_"))}
+    return subprocess.run([sys.executable, "-m", module, "--tier", "fast", "--mode", mode,
+                           "--check"], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=600)
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug"])
+def test_opinfo_fast_tier_has_no_regressions(mode):
+    result = run_check("conformance.opinfo", mode)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "0 regressions" in result.stdout
+
+
+def test_hugging_face_fast_tier_has_no_regressions():
+    result = run_check("conformance.hf", "strict")
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "0 regressions" in result.stdout
