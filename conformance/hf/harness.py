@@ -1,6 +1,12 @@
 """Runs one architecture on tpu and on CPU: forward in eval mode, then (for heads with a loss)
 forward + backward + one AdamW step from the same initial weights; compares logits, loss,
-gradients and updated weights."""
+gradients and updated weights.
+
+Some tiny models are chaotic: CPU's own results change with its thread count (training-mode
+batch norm over a handful of values, deep stacks). The reference is therefore computed with
+one and with two threads, and each compared tensor's tolerance is at least twice what CPU's
+two runs differ by; otherwise a tpu run (whose kernels run on one or two threads) could not
+be told apart from CPU's own noise."""
 
 from __future__ import annotations
 
@@ -11,7 +17,7 @@ import traceback
 import torch
 from torch.utils import _pytree as pytree
 
-from .models import tiny_model, make_inputs
+from .models import LEVELS, make_inputs, tiny_model
 
 PASS, WRONG, ERROR, CPU_ERROR = "pass", "wrong", "error", "cpu_error"
 FORWARD_TOLERANCE = {"rtol": 1e-3, "atol": 1e-4}
@@ -36,15 +42,36 @@ def output_tensors(output) -> list[torch.Tensor]:
     return [t for t in pytree.tree_leaves(values) if isinstance(t, torch.Tensor)]
 
 
-def compare_tensors(actual: list, expected: list, what: str, tolerance: dict) -> None:
+def compare_tensors(actual: list, expected: list, noise: list, what: str,
+                    tolerance: dict) -> None:
+    """Compares tpu's tensors with CPU's; `noise` holds the largest difference between CPU's
+    own one- and two-thread results for each tensor."""
     assert len(actual) == len(expected), f"{what}: {len(actual)} tensors, CPU {len(expected)}"
-    for index, (got, want) in enumerate(zip(actual, expected)):
+    for index, (got, want, spread) in enumerate(zip(actual, expected, noise)):
+        atol = max(tolerance["atol"], 2 * spread)
         torch.testing.assert_close(got.detach().cpu(), want.detach(), equal_nan=True,
-                                   msg=lambda m, i=index: f"{what} {i}: {m}", **tolerance)
+                                   rtol=tolerance["rtol"], atol=atol,
+                                   msg=lambda m, i=index: f"{what} {i}: {m}")
+
+
+def spread(first: list, second: list) -> list[float]:
+    """Per tensor, the largest elementwise difference between two CPU runs."""
+    return [float((a.float() - b.float()).abs().max()) if a.numel() and a.shape == b.shape
+            else 0.0 for a, b in zip(first, second)]
+
+
+def on_threads(threads: int, fn, *args):
+    previous = torch.get_num_threads()
+    torch.set_num_threads(threads)
+    try:
+        return fn(*args)
+    finally:
+        torch.set_num_threads(previous)
 
 
 def forward(model, inputs):
     model.eval()
+    torch.manual_seed(0)  # models that draw random numbers (masking, noise) draw the same
     with torch.no_grad():
         return output_tensors(model(**inputs))
 
@@ -53,6 +80,7 @@ def training_step(model, inputs):
     """(loss, grads, updated weights) after one AdamW step."""
     model.train()
     optimizer = torch.optim.AdamW(model.parameters(), lr=LR)
+    torch.manual_seed(0)
     loss = model(**inputs).loss
     loss.backward()
     grads = [p.grad.detach().clone() if p.grad is not None else torch.zeros_like(p)
@@ -73,18 +101,38 @@ def evaluate(model_type: str) -> dict:
     return record
 
 
+def build_on_cpu(model_type: str):
+    """(model, kind, inputs, CPU forward outputs) at the first shrink level whose model builds
+    and runs on CPU; raises the first level's error if none does."""
+    first_error = None
+    for level in LEVELS:
+        try:
+            model, kind = tiny_model(model_type, level)
+            if hasattr(model.config, "use_cache"):
+                model.config.use_cache = False
+            inputs = make_inputs(model, kind)
+            return model, kind, inputs, forward(copy.deepcopy(model), inputs)
+        except LookupError:
+            raise  # no model class or no known input: no level helps
+        except Exception as error:  # noqa: BLE001
+            first_error = first_error or error
+    raise first_error
+
+
 def run(model_type: str, record: dict) -> dict:
     # CPU first: anything failing here says nothing about tpu.
     try:
-        model, kind = tiny_model(model_type)
+        model, kind, inputs, expected = build_on_cpu(model_type)
         record.update({"class": type(model).__name__, "kind": kind})
-        if hasattr(model.config, "use_cache"):
-            model.config.use_cache = False
-        inputs = make_inputs(model, kind)
         initial = copy.deepcopy(model)
-        expected = forward(model, inputs)
+        noise = spread(expected, on_threads(1, forward, copy.deepcopy(initial), inputs))
         trains = "labels" in inputs and getattr(model(**inputs), "loss", None) is not None
-        expected_step = training_step(copy.deepcopy(initial), inputs) if trains else None
+        expected_step = step_noise = None
+        if trains:
+            expected_step = training_step(copy.deepcopy(initial), inputs)
+            single = on_threads(1, training_step, copy.deepcopy(initial), inputs)
+            step_noise = [spread([expected_step[0]], [single[0]]),
+                          spread(expected_step[1], single[1]), spread(expected_step[2], single[2])]
     except Exception as error:  # noqa: BLE001
         return {"status": CPU_ERROR, "message": "cpu: " + first_line(error)}
 
@@ -96,7 +144,7 @@ def run(model_type: str, record: dict) -> dict:
     except Exception as error:  # noqa: BLE001
         return {"status": ERROR, "forward": ERROR, "message": "forward: " + first_line(error)}
     try:
-        compare_tensors(actual, expected, "output", FORWARD_TOLERANCE)
+        compare_tensors(actual, expected, noise, "output", FORWARD_TOLERANCE)
     except AssertionError as error:
         return {"status": WRONG, "forward": WRONG, "message": "forward: " + first_line(error)}
     if expected_step is None:
@@ -107,9 +155,10 @@ def run(model_type: str, record: dict) -> dict:
     except Exception as error:  # noqa: BLE001
         return {**outcome, "status": ERROR, "train": ERROR, "message": "train: " + first_line(error)}
     try:
-        compare_tensors([loss], [expected_step[0]], "loss", FORWARD_TOLERANCE)
-        compare_tensors(grads, expected_step[1], "gradient", GRAD_TOLERANCE)
-        compare_tensors(weights, expected_step[2], "updated weight", WEIGHT_TOLERANCE)
+        compare_tensors([loss], [expected_step[0]], step_noise[0], "loss", FORWARD_TOLERANCE)
+        compare_tensors(grads, expected_step[1], step_noise[1], "gradient", GRAD_TOLERANCE)
+        compare_tensors(weights, expected_step[2], step_noise[2], "updated weight",
+                        WEIGHT_TOLERANCE)
     except AssertionError as error:
         return {**outcome, "status": WRONG, "train": WRONG, "message": "train: " + first_line(error)}
     return {**outcome, "train": PASS}

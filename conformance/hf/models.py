@@ -55,8 +55,17 @@ def choose_head(model_type: str) -> tuple[str, str] | None:
     return None
 
 
-def shrink(config) -> None:
-    """Makes `config` (and its sub-configs) tiny, in place."""
+# How far to shrink: "tiny" shrinks everything; "shallow" only the layer count and the
+# vocabulary, for architectures whose widths are tied together in ways the generic shrinker
+# cannot know (per-stage lists, grouped convolutions); "configured" only the vocabulary, for
+# models that are small as configured. The sweep tries them in this order.
+LEVELS = ("tiny", "shallow", "configured")
+VOCAB = 1024
+MAX_CONFIGURED_PARAMETERS = 60_000_000
+
+
+def shrink(config, level: str = "tiny") -> None:
+    """Makes `config` (and its sub-configs) small, in place."""
     from transformers import PretrainedConfig
 
     def set_smaller(names, value):
@@ -68,15 +77,18 @@ def shrink(config) -> None:
                 except (AttributeError, ValueError, TypeError):
                     pass
 
-    set_smaller(LAYERS, SIZES["layers"])
-    set_smaller(WIDTHS, SIZES["width"])
-    set_smaller(FFN, SIZES["ffn"])
-    set_smaller(HEADS_ATTRS, SIZES["heads"])
-    set_smaller(("num_key_value_heads", "multi_query_group_num"), SIZES["kv_heads"])
-    if isinstance(getattr(config, "head_dim", None), int):
-        config.head_dim = SIZES["head_dim"]
-    set_smaller(("image_size", "img_size"), SIZES["image_size"])
-    set_smaller(("max_source_positions",), 16)
+    shrink_vocabulary(config)
+    if level != "configured":
+        set_smaller(LAYERS, SIZES["layers"])
+    if level == "tiny":
+        set_smaller(WIDTHS, SIZES["width"])
+        set_smaller(FFN, SIZES["ffn"])
+        set_smaller(HEADS_ATTRS, SIZES["heads"])
+        set_smaller(("num_key_value_heads", "multi_query_group_num"), SIZES["kv_heads"])
+        if isinstance(getattr(config, "head_dim", None), int):
+            config.head_dim = SIZES["head_dim"]
+        set_smaller(("image_size", "img_size"), SIZES["image_size"])
+        set_smaller(("max_source_positions",), 16)
     for name, value in vars(config).copy().items():
         # Lists sized by the layer count (layer_types, per-layer windows) follow it.
         if isinstance(value, list) and len(value) > SIZES["layers"] and name.startswith("layer"):
@@ -86,11 +98,26 @@ def shrink(config) -> None:
             # off, for training steps that are deterministic on both devices.
             setattr(config, name, 0.0)
         if isinstance(value, PretrainedConfig):
-            shrink(value)
+            shrink(value, level)
 
 
-def tiny_model(model_type: str):
-    """(model, head kind) of a tiny random-weight `model_type` model, on CPU."""
+def shrink_vocabulary(config) -> None:
+    """A smaller vocabulary (embeddings and LM heads dominate small models' memory), with the
+    special token ids that pointed past it moved inside."""
+    vocab = getattr(config, "vocab_size", None)
+    if not isinstance(vocab, int) or vocab <= VOCAB:
+        return
+    try:
+        config.vocab_size = VOCAB
+    except (AttributeError, ValueError, TypeError):
+        return
+    for name, value in vars(config).copy().items():
+        if name.endswith("token_id") and isinstance(value, int) and value >= VOCAB:
+            setattr(config, name, VOCAB - 1 - (value % 8))
+
+
+def tiny_model(model_type: str, level: str = "tiny"):
+    """(model, head kind) of a small random-weight `model_type` model, on CPU."""
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING
 
@@ -99,10 +126,16 @@ def tiny_model(model_type: str):
         raise LookupError("no model class for this config")
     class_name, kind = choice
     config = CONFIG_MAPPING[model_type]()
-    shrink(config)
+    shrink(config, level)
     if hasattr(config, "num_labels"):
         config.num_labels = 3
     model_class = getattr(transformers, class_name)
+    if level == "configured":
+        with torch.device("meta"):
+            parameters = sum(p.numel() for p in model_class(config).parameters())
+        if parameters > MAX_CONFIGURED_PARAMETERS:
+            raise RuntimeError(f"{parameters / 1e6:.0f}M parameters as configured; "
+                               "the generic shrinker could not make it smaller")
     torch.manual_seed(0)
     model = model_class(config)
     return model, kind

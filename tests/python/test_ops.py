@@ -710,3 +710,14 @@ def test_complex_views(view):
         return [v, torch.view_as_real(z)]
 
     on_both(program)
+
+
+def test_histc_counts_integers_as_cuda_does():
+    """CPU's histc takes only floating types; tpu also counts integers (as CUDA does, and as
+    transformers' mixture-of-experts routing expects), returning counts in the input's dtype."""
+    values = torch.tensor([0, 1, 1, 3, 5, 2, 2, 2], dtype=torch.int32)
+    counts = torch.histc(values.to("tpu"), bins=4, min=0, max=3)
+    assert counts.dtype == torch.int32
+    assert torch.equal(counts.cpu(), torch.histc(values.float(), bins=4, min=0, max=3).int())
+    floats = torch.randn(100)
+    assert torch.equal(torch.histc(floats.to("tpu"), bins=7).cpu(), torch.histc(floats, bins=7))
