@@ -3,6 +3,7 @@ that caused it and the sweep goes on in a fresh child.
 
 The child is `python -m <worker> --items FILE`; it prints one JSON line per event:
     {"begin": "<item>"}                     before each item
+    {"stage": "<name>"}                     optionally, as the item moves through stages
     {"item": "<item>", "results": [...]}    after it
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import selectors
 import subprocess
 import sys
@@ -21,10 +23,18 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 
 def run_isolated(worker: str, items: list[str], env: dict[str, str], timeout: float,
-                 on_result: Callable[[str, list | None, str | None], None]) -> None:
+                 on_result: Callable[[str, list | None, str | None], None],
+                 memory_limit: int | None = None) -> None:
     """Evaluates `items` in order in children running module `worker`. Calls
     on_result(item, results, None) per finished item, or on_result(item, None, failure) when
-    the child died or ran past `timeout` seconds on it."""
+    the child died or ran past `timeout` seconds on it; `failure` starts with "crash" and names
+    the last stage the child reported. `memory_limit` (bytes of address space) makes a runaway
+    allocation fail inside the child instead of summoning the machine's OOM killer."""
+
+    def limit_memory():
+        if memory_limit is not None:
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
     remaining = list(items)
     while remaining:
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
@@ -32,10 +42,11 @@ def run_isolated(worker: str, items: list[str], env: dict[str, str], timeout: fl
             items_file = f.name
         child = subprocess.Popen([sys.executable, "-m", worker, "--items", items_file],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                                 env=env, cwd=REPO)
+                                 env=env, cwd=REPO, preexec_fn=limit_memory)
         selector = selectors.DefaultSelector()
         selector.register(child.stdout, selectors.EVENT_READ)
         current = None
+        stage = None
         failure = None
         deadline = time.monotonic() + timeout
         while True:
@@ -53,7 +64,10 @@ def run_isolated(worker: str, items: list[str], env: dict[str, str], timeout: fl
             event = json.loads(line)
             if "begin" in event:
                 current = event["begin"]
+                stage = None
                 deadline = time.monotonic() + timeout
+            elif "stage" in event:
+                stage = event["stage"]
             else:
                 on_result(event["item"], event["results"], None)
                 remaining.remove(event["item"])
@@ -61,7 +75,8 @@ def run_isolated(worker: str, items: list[str], env: dict[str, str], timeout: fl
         child.wait()
         os.unlink(items_file)
         if current is not None:
-            on_result(current, None, failure)
+            where = f" (stage {stage})" if stage else ""
+            on_result(current, None, failure.replace("crash:", f"crash{where}:", 1))
             remaining.remove(current)
         elif remaining:
             raise RuntimeError(f"{worker} stopped early ({failure}) with {len(remaining)} left")

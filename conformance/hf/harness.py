@@ -89,12 +89,14 @@ def training_step(model, inputs):
     return loss.detach(), grads, [p.detach() for p in model.parameters()]
 
 
-def evaluate(model_type: str) -> dict:
+def evaluate(model_type: str, on_stage=lambda stage: None) -> dict:
+    """The record of `model_type`; on_stage("cpu"/"tpu") is told as the run moves on, so a
+    parent can tell a CPU-side crash from a tpu one."""
     record = {"model": model_type, "class": "", "kind": "", "forward": None, "train": None,
               "status": CPU_ERROR, "message": "", "seconds": 0.0}
     started = time.monotonic()
     try:
-        record.update(run(model_type, record))
+        record.update(run(model_type, record, on_stage))
     except Exception:  # noqa: BLE001 (the harness must record, not crash)
         record.update(status=ERROR, message="harness: " + traceback.format_exc().splitlines()[-1])
     record["seconds"] = round(time.monotonic() - started, 2)
@@ -119,8 +121,9 @@ def build_on_cpu(model_type: str):
     raise first_error
 
 
-def run(model_type: str, record: dict) -> dict:
+def run(model_type: str, record: dict, on_stage) -> dict:
     # CPU first: anything failing here says nothing about tpu.
+    on_stage("cpu")
     try:
         model, kind, inputs, expected = build_on_cpu(model_type)
         record.update({"class": type(model).__name__, "kind": kind})
@@ -136,6 +139,7 @@ def run(model_type: str, record: dict) -> dict:
     except Exception as error:  # noqa: BLE001
         return {"status": CPU_ERROR, "message": "cpu: " + first_line(error)}
 
+    on_stage("tpu")
     tpu_inputs = to_device(inputs, "tpu")
     outcome = {"status": PASS, "forward": PASS}
     try:

@@ -61,7 +61,7 @@ def choose_head(model_type: str) -> tuple[str, str] | None:
 # models that are small as configured. The sweep tries them in this order.
 LEVELS = ("tiny", "shallow", "configured")
 VOCAB = 1024
-MAX_CONFIGURED_PARAMETERS = 60_000_000
+MAX_CONFIGURED_PARAMETERS = 15_000_000
 
 
 def shrink(config, level: str = "tiny") -> None:

@@ -22,7 +22,8 @@ def main():
         wanted = [line.strip() for line in f if line.strip()]
     for model_type in wanted:
         emit({"begin": model_type})
-        emit({"item": model_type, "results": [evaluate(model_type)]})
+        record = evaluate(model_type, lambda stage: emit({"stage": stage}))
+        emit({"item": model_type, "results": [record]})
 
 
 if __name__ == "__main__":
