@@ -60,11 +60,11 @@ def main():
                 "status": status, "message": failure, "seconds": 0.0}])
             bar.set_postfix_str(model[:24])
             bar.update(1)
-        # A small chip and a memory ceiling: a model that tries to allocate the machine fails
+        # An 8 GiB chip and a memory ceiling: a model that tries to allocate the machine fails
         # in its own child, with an error, instead of calling the OOM killer.
-        env = {**child_env(args.mode), "TORCH_TPU_HBM_BYTES": "4G"}
+        env = {**child_env(args.mode), "TORCH_TPU_HBM_BYTES": "8G"}
         run_isolated("conformance.hf.worker", models, env, args.timeout, on_result,
-                     memory_limit=16 << 30)
+                     memory_limit=20 << 30)
 
     name = "hf" if args.mode == "strict" else f"hf_{args.mode}"
     if args.check:

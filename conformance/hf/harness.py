@@ -97,8 +97,9 @@ def evaluate(model_type: str, on_stage=lambda stage: None) -> dict:
     started = time.monotonic()
     try:
         record.update(run(model_type, record, on_stage))
-    except Exception:  # noqa: BLE001 (the harness must record, not crash)
-        record.update(status=ERROR, message="harness: " + traceback.format_exc().splitlines()[-1])
+    except Exception as error:  # noqa: BLE001 (the harness must record, not crash)
+        traceback.print_exc()  # the whole story on stderr; the record keeps the first line
+        record.update(status=ERROR, message="harness: " + first_line(error))
     record["seconds"] = round(time.monotonic() - started, 2)
     return record
 

@@ -12,7 +12,7 @@ def main():
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
 
-    import torch  # noqa: F401  (after the parent chose the mode through the environment)
+    import torch  # after the parent chose the mode through the environment
     import transformers
 
     transformers.logging.set_verbosity_error()
@@ -22,6 +22,10 @@ def main():
         wanted = [line.strip() for line in f if line.strip()]
     for model_type in wanted:
         emit({"begin": model_type})
+        # Model code may leave process-wide settings behind; each model starts from defaults.
+        torch.set_default_dtype(torch.float32)
+        torch.set_default_device(None)
+        torch.set_grad_enabled(True)
         record = evaluate(model_type, lambda stage: emit({"stage": stage}))
         emit({"item": model_type, "results": [record]})
 
