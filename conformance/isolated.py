@@ -24,12 +24,14 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), ".."))
 
 def run_isolated(worker: str, items: list[str], env: dict[str, str], timeout: float,
                  on_result: Callable[[str, list | None, str | None], None],
-                 memory_limit: int | None = None) -> None:
+                 memory_limit: int | None = None, items_per_child: int | None = None) -> None:
     """Evaluates `items` in order in children running module `worker`. Calls
     on_result(item, results, None) per finished item, or on_result(item, None, failure) when
     the child died or ran past `timeout` seconds on it; `failure` starts with "crash" and names
     the last stage the child reported. `memory_limit` (bytes of address space) makes a runaway
-    allocation fail inside the child instead of summoning the machine's OOM killer."""
+    allocation fail inside the child instead of summoning the machine's OOM killer.
+    `items_per_child` starts a fresh child after that many items, so that what one item leaves
+    behind (caches, fragmentation) cannot starve the ones after it."""
 
     def limit_memory():
         if memory_limit is not None:
@@ -37,8 +39,9 @@ def run_isolated(worker: str, items: list[str], env: dict[str, str], timeout: fl
 
     remaining = list(items)
     while remaining:
+        batch = remaining[:items_per_child] if items_per_child else list(remaining)
         with tempfile.NamedTemporaryFile("w", suffix=".txt", delete=False) as f:
-            f.write("\n".join(remaining))
+            f.write("\n".join(batch))
             items_file = f.name
         child = subprocess.Popen([sys.executable, "-m", worker, "--items", items_file],
                                  stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
@@ -78,7 +81,7 @@ def run_isolated(worker: str, items: list[str], env: dict[str, str], timeout: fl
             where = f" (stage {stage})" if stage else ""
             on_result(current, None, failure.replace("crash:", f"crash{where}:", 1))
             remaining.remove(current)
-        elif remaining:
+        elif any(item in remaining for item in batch):
             raise RuntimeError(f"{worker} stopped early ({failure}) with {len(remaining)} left")
 
 

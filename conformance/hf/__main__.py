@@ -64,7 +64,7 @@ def main():
         # in its own child, with an error, instead of calling the OOM killer.
         env = {**child_env(args.mode), "TORCH_TPU_HBM_BYTES": "8G"}
         run_isolated("conformance.hf.worker", models, env, args.timeout, on_result,
-                     memory_limit=20 << 30)
+                     memory_limit=20 << 30, items_per_child=40)
 
     name = "hf" if args.mode == "strict" else f"hf_{args.mode}"
     if args.check:
