@@ -10,40 +10,31 @@ of rewriting it, failing on any model that passed there and does not now (the CI
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import sys
-import tempfile
 import time
 from collections import Counter
 
 from tqdm import tqdm
 
+from ..cli import REPORTS, report_dir, report_name, sweep_arguments
 from ..isolated import child_env, run_isolated
 
-REPORTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "reports"))
 TARGET = 0.90
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mode", default="strict", choices=["strict", "debug", "fused"])
-    parser.add_argument("--tier", default="full", choices=["full", "fast"])
-    parser.add_argument("--models", help="comma-separated model types (overrides --tier)")
-    parser.add_argument("--timeout", type=float, default=240, help="seconds per model")
-    parser.add_argument("--check", action="store_true",
-                        help="compare with the committed report; exit 1 on regressions")
-    args = parser.parse_args()
+    args = sweep_arguments(__doc__.split("\n")[0], "--models", "model types", timeout=240)
 
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
 
     from .fast_tier import FAST_MODELS
 
-    if args.models:
-        models = args.models.split(",")
+    if args.items:
+        models = args.items
     elif args.tier == "fast":
         models = list(FAST_MODELS)
     else:
@@ -66,10 +57,10 @@ def main():
         run_isolated("conformance.hf.worker", models, env, args.timeout, on_result,
                      memory_limit=20 << 30, items_per_child=40)
 
-    name = "hf" if args.mode == "strict" else f"hf_{args.mode}"
+    name = report_name("hf", args.mode)
     if args.check:
         sys.exit(check_against(records, os.path.join(REPORTS, f"{name}.json")))
-    out_dir = REPORTS if args.tier == "full" and not args.models else tempfile.mkdtemp(prefix="hf-")
+    out_dir = report_dir(args, "hf")
     meta = {"mode": args.mode, "transformers": transformers.__version__,
             "seconds": time.monotonic() - started, "python": platform.python_version()}
     summary = write(records, meta, os.path.join(out_dir, f"{name}.json"),

@@ -10,20 +10,16 @@ that passed there and does not now (the CI tier).
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import platform
 import sys
-import tempfile
 import time
 
 from tqdm import tqdm
 
+from ..cli import REPORTS, report_dir, report_name, sweep_arguments
 from ..isolated import child_env, run_isolated
-
-REPORTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "..", "reports"))
-
 
 def crash_record(op: str, message: str) -> dict:
     return {"op": op, "dtype": "float32", "forward": "error", "backward": None,
@@ -31,14 +27,7 @@ def crash_record(op: str, message: str) -> dict:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--mode", default="strict", choices=["strict", "debug", "fused"])
-    parser.add_argument("--tier", default="full", choices=["full", "fast"])
-    parser.add_argument("--ops", help="comma-separated op ids (overrides --tier)")
-    parser.add_argument("--timeout", type=float, default=300, help="seconds per op")
-    parser.add_argument("--check", action="store_true",
-                        help="compare with the committed report; exit 1 on regressions")
-    args = parser.parse_args()
+    args = sweep_arguments(__doc__.split("\n")[0], "--ops", "op ids", timeout=300)
 
     import torch
     from torch.testing._internal.common_methods_invocations import op_db
@@ -48,15 +37,15 @@ def main():
     from .report import percent, write
 
     all_ids = [op_id(op) for op in op_db]
-    if args.ops:
-        op_ids = args.ops.split(",")
+    if args.items:
+        op_ids = args.items
     elif args.tier == "fast":
         op_ids = [i for i in all_ids if i in FAST_OPS]
     else:
         op_ids = all_ids
     unknown = sorted(set(op_ids) - set(all_ids))
     if unknown:
-        parser.error(f"unknown op ids: {unknown}")
+        sys.exit(f"unknown op ids: {unknown}")
 
     records: list[dict] = []
     started = time.monotonic()
@@ -68,13 +57,10 @@ def main():
         run_isolated("conformance.opinfo.worker", op_ids, child_env(args.mode), args.timeout,
                      on_result)
 
-    name = "opinfo" if args.mode == "strict" else f"opinfo_{args.mode}"
-    committed = os.path.join(REPORTS, f"{name}.json")
+    name = report_name("opinfo", args.mode)
     if args.check:
-        sys.exit(check_against(records, committed))
-    # Only a full sweep replaces the committed report; partial runs go to a scratch folder.
-    out_dir = REPORTS if args.tier == "full" and not args.ops else tempfile.mkdtemp(
-        prefix="opinfo-")
+        sys.exit(check_against(records, os.path.join(REPORTS, f"{name}.json")))
+    out_dir = report_dir(args, "opinfo")
     meta = {"mode": args.mode, "torch": torch.__version__, "ops": len(op_ids),
             "seconds": time.monotonic() - started, "python": platform.python_version()}
     summary = write(records, meta, os.path.join(out_dir, f"{name}.json"),

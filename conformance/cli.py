@@ -1,0 +1,38 @@
+"""What the sweeps' command lines share: their arguments and where their reports go."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+
+REPORTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "reports"))
+
+
+def sweep_arguments(description: str, items_flag: str, items_help: str,
+                    timeout: float) -> argparse.Namespace:
+    """Parses --mode, --tier, the item list flag (overriding --tier), --timeout and --check;
+    the item list is returned as args.items (None when not given)."""
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--mode", default="strict", choices=["strict", "debug", "fused"])
+    parser.add_argument("--tier", default="full", choices=["full", "fast"])
+    parser.add_argument(items_flag, dest="items", help=f"comma-separated {items_help} "
+                        "(overrides --tier)")
+    parser.add_argument("--timeout", type=float, default=timeout, help="seconds per item")
+    parser.add_argument("--check", action="store_true",
+                        help="compare with the committed report; exit 1 on regressions")
+    args = parser.parse_args()
+    args.items = args.items.split(",") if args.items else None
+    return args
+
+
+def report_name(sweep: str, mode: str) -> str:
+    """"opinfo" for Strict, "opinfo_debug" for Debug, ..."""
+    return sweep if mode == "strict" else f"{sweep}_{mode}"
+
+
+def report_dir(args: argparse.Namespace, sweep: str) -> str:
+    """Only a full sweep replaces the committed report; partial runs go to a scratch folder."""
+    if args.tier == "full" and args.items is None:
+        return REPORTS
+    return tempfile.mkdtemp(prefix=f"{sweep}-")
