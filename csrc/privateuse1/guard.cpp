@@ -1,6 +1,7 @@
 #include "privateuse1/guard.h"
 
 #include "engine/launch.h"
+#include "privateuse1/device_allocator.h"
 #include "runtime/event.h"
 
 namespace torch_tpu::privateuse1 {
@@ -124,7 +125,16 @@ bool TpuGuardImpl::queryEvent(void* event) const {
 
 void TpuGuardImpl::synchronizeEvent(void* event) const {
   if (event == nullptr) return;
-  engine::blocking_wait([event] { static_cast<runtime::Event*>(event)->synchronize(); });
+  // A failure before the mark on its stream is raised here, as CUDA raises a kernel's error.
+  engine::translate_errors([event] {
+    engine::blocking_wait([event] { static_cast<runtime::Event*>(event)->synchronize(); });
+  });
+}
+
+void TpuGuardImpl::recordDataPtrOnStream(const c10::DataPtr& data_ptr,
+                                         const Stream& stream) const {
+  // c10::ivalue::Future calls this for the tensors it hands to another stream.
+  if (data_ptr.get() != nullptr) record_stream_use(data_ptr.get(), stream);
 }
 
 double TpuGuardImpl::elapsedTime(void* start, void* end, c10::DeviceIndex) const {

@@ -32,6 +32,7 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   bool queryEvent(void* event) const override;
   void synchronizeEvent(void* event) const override;
   double elapsedTime(void* start, void* end, c10::DeviceIndex device_index) const override;
+  void recordDataPtrOnStream(const c10::DataPtr& data_ptr, const c10::Stream& stream) const override;
   void destroyEvent(void* event, c10::DeviceIndex device_index) const noexcept override;
 };
 

@@ -21,17 +21,31 @@ constexpr size_t kDefaultCapacity = size_t{16} << 30;  // 16 GiB, a v5e chip's H
 // (lower is higher, as in CUDA).
 int priority_of(int64_t id) { return id > kStreamsPerPool ? -1 : 0; }
 
-int parse_chip_count(const char* text) {
-  if (text == nullptr || *text == '\0') return 1;
+int parse_chip_count(const char* text, const char* variable) {
   char* end = nullptr;
   errno = 0;
   const long count = std::strtol(text, &end, 10);
   if (errno != 0 || *end != '\0' || count < 1 || count > kMaxChips ||
       !std::isdigit(static_cast<unsigned char>(*text))) {
-    throw RuntimeError("TORCH_TPU_HOST_CHIPS must be an integer in 1.." +
+    throw RuntimeError(std::string(variable) + " must be an integer in 1.." +
                        std::to_string(kMaxChips) + ", got '" + text + "'");
   }
   return static_cast<int>(count);
+}
+
+bool is_set(const char* value) { return value != nullptr && *value != '\0'; }
+
+// TORCH_TPU_HOST_CHIPS wins. Under torchrun (LOCAL_WORLD_SIZE set) a process sees one chip per
+// local rank, as a process on a TPU or GPU host sees all of the host's devices, so scripts that
+// pick `tpu:LOCAL_RANK` run unchanged. Unused chips cost address space only.
+int chip_count_from_environment() {
+  if (const char* chips = std::getenv("TORCH_TPU_HOST_CHIPS"); is_set(chips)) {
+    return parse_chip_count(chips, "TORCH_TPU_HOST_CHIPS");
+  }
+  if (const char* local_world = std::getenv("LOCAL_WORLD_SIZE"); is_set(local_world)) {
+    return parse_chip_count(local_world, "LOCAL_WORLD_SIZE");
+  }
+  return 1;
 }
 
 }  // namespace
@@ -126,7 +140,7 @@ Runtime& Runtime::instance() {
 }
 
 Runtime::Runtime() {
-  const int count = parse_chip_count(std::getenv("TORCH_TPU_HOST_CHIPS"));
+  const int count = chip_count_from_environment();
   const char* hbm = std::getenv("TORCH_TPU_HBM_BYTES");
   const size_t capacity =
       hbm != nullptr && *hbm != '\0' ? parse_byte_size(hbm, "TORCH_TPU_HBM_BYTES")

@@ -56,7 +56,8 @@ size_t parse_byte_size(const char* text, const char* variable);
 
 class Runtime {
  public:
-  // The process-wide runtime. Chip count from TORCH_TPU_HOST_CHIPS (default 1), capacity per
+  // The process-wide runtime. Chip count from TORCH_TPU_HOST_CHIPS, else torchrun's
+  // LOCAL_WORLD_SIZE (one chip per local rank), else 1. Capacity per
   // chip from TORCH_TPU_HBM_BYTES (default 16 GiB; suffixes K/M/G accepted).
   static Runtime& instance();
 

@@ -8,10 +8,12 @@ void Event::record(Stream& stream) {
   // A fresh state per record: streams still waiting on the previous mark keep their own copy.
   auto state = std::make_shared<State>();
   state_ = state;
-  stream.enqueue("tpu::event_record", [state] {
+  stream.enqueue("tpu::event_record", [state, &stream] {
+    std::optional<AsyncOpError> error = stream.kept_error();
     {
       std::lock_guard<std::mutex> lock(state->mutex);
       state->time = std::chrono::steady_clock::now();
+      state->error = std::move(error);
       state->done = true;
     }
     state->done_cv.notify_all();
@@ -19,10 +21,16 @@ void Event::record(Stream& stream) {
 }
 
 void Event::block(Stream& stream) const {
-  if (!state_ || query()) return;  // nothing to wait for: keep the stream's queue short
+  if (!state_) return;
+  {
+    // Nothing to wait for or hand on: keep the stream's queue short.
+    std::lock_guard<std::mutex> lock(state_->mutex);
+    if (state_->done && !state_->error) return;
+  }
   stream.enqueue("tpu::event_wait", [state = state_] {
     std::unique_lock<std::mutex> lock(state->mutex);
     state->done_cv.wait(lock, [&] { return state->done; });
+    if (state->error) throw *state->error;
   });
 }
 
@@ -36,6 +44,7 @@ void Event::synchronize() const {
   if (!state_) return;
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->done_cv.wait(lock, [&] { return state_->done; });
+  if (state_->error) throw *state_->error;
 }
 
 double Event::elapsed_ms(const Event& end) const {

@@ -1,12 +1,17 @@
 // Events mark a point in a stream's queue: other streams can wait for it, the host can query
 // or wait for it, and two timed events give the elapsed time between them.
+// A mark reached after a task on its stream failed carries that error: a stream that waits for
+// the mark fails with it (raised at that stream's next sync), and so does a host that waits for
+// it. Work handed from stream to stream (e.g. a collective's result) never hides a failure.
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
+#include <optional>
 
+#include "runtime/status.h"
 #include "runtime/stream.h"
 
 namespace torch_tpu::runtime {
@@ -17,12 +22,12 @@ class Event {
 
   // Marks the current end of `stream`'s queue. Re-recording replaces the previous mark.
   void record(Stream& stream);
-  // Makes `stream` wait (without blocking the host) until the recorded mark has run.
-  // No-op if never recorded.
+  // Makes `stream` wait (without blocking the host) until the recorded mark has run; if the
+  // mark carries an error, `stream` keeps it as its own. No-op if never recorded.
   void block(Stream& stream) const;
   // True once the recorded mark has run (or if never recorded).
   bool query() const;
-  // Blocks the host until the recorded mark has run.
+  // Blocks the host until the recorded mark has run; throws the error it carries (AsyncOpError).
   void synchronize() const;
   // Milliseconds from this event's mark to `end`'s; both must be recorded, completed and timed.
   double elapsed_ms(const Event& end) const;
@@ -36,6 +41,7 @@ class Event {
     std::condition_variable done_cv;
     bool done = false;
     std::chrono::steady_clock::time_point time;
+    std::optional<AsyncOpError> error;  // the recording stream's kept error at the mark
   };
   bool enable_timing_;
   std::shared_ptr<State> state_;

@@ -118,6 +118,11 @@ void Stream::raise_pending_error() {
   throw error;
 }
 
+std::optional<AsyncOpError> Stream::kept_error() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return pending_error_;
+}
+
 bool Stream::query() const {
   return completed_.load(std::memory_order_acquire) >=
          enqueued_.load(std::memory_order_acquire);
@@ -199,8 +204,13 @@ void Stream::run(Node& node) {
   // Runs without the lock: tasks may enqueue onto this stream or free memory.
   bool failed = false;
   std::string message;
+  std::optional<AsyncOpError> forwarded;
   try {
     node.task();
+  } catch (const AsyncOpError& e) {
+    // Another stream's failure, handed on through an event: keep naming the op that failed.
+    failed = true;
+    forwarded = e;
   } catch (const std::exception& e) {
     failed = true;
     message = e.what();
@@ -212,7 +222,11 @@ void Stream::run(Node& node) {
     std::lock_guard<std::mutex> lock(mutex_);
     // The first failure is the root cause; later ones are usually its consequences.
     if (!pending_error_) {
-      pending_error_.emplace(node.op_name != nullptr ? node.op_name : "<unnamed>", message);
+      if (forwarded) {
+        pending_error_ = std::move(forwarded);
+      } else {
+        pending_error_.emplace(node.op_name != nullptr ? node.op_name : "<unnamed>", message);
+      }
     }
   }
   completed_.fetch_add(1, std::memory_order_release);

@@ -48,6 +48,9 @@ class Stream {
   void raise_pending_error();
   // True when every task queued so far has run.
   bool query() const;
+  // A copy of the kept error (the first a task threw since the last sync that raised), if any.
+  // Events recorded on this stream carry it to the streams and hosts that wait for them.
+  std::optional<AsyncOpError> kept_error() const;
 
   int chip_index() const { return chip_index_; }
   int64_t id() const { return id_; }

@@ -107,6 +107,16 @@ TEST(Chip, DestructionRunsTasksThatFreeMemory) {
 
 // The only test that touches the process-wide Runtime (ctest runs each test in its own process).
 TEST(Runtime, ReadsTheEnvironmentAndRetriesAfterAnInvalidOne) {
+  // Without TORCH_TPU_HOST_CHIPS, torchrun's LOCAL_WORLD_SIZE sets the chip count.
+  unsetenv("TORCH_TPU_HOST_CHIPS");
+  setenv("LOCAL_WORLD_SIZE", "zero", 1);
+  try {
+    Runtime::instance();
+    FAIL() << "expected RuntimeError";
+  } catch (const RuntimeError& error) {
+    EXPECT_NE(std::string(error.what()).find("LOCAL_WORLD_SIZE"), std::string::npos);
+  }
+  setenv("LOCAL_WORLD_SIZE", "3", 1);  // TORCH_TPU_HOST_CHIPS, set below, wins
   setenv("TORCH_TPU_HOST_CHIPS", "65", 1);
   EXPECT_THROW(Runtime::instance(), RuntimeError);
   setenv("TORCH_TPU_HOST_CHIPS", "two", 1);

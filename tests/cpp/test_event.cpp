@@ -4,6 +4,8 @@
 
 #include <atomic>
 #include <chrono>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 namespace torch_tpu::runtime {
@@ -133,6 +135,37 @@ TEST(Event, ElapsedTimeRejectsUnusableEvents) {
   gate.open();
   stream.synchronize();
   EXPECT_GE(timed.elapsed_ms(pending), 0.0);
+}
+
+TEST(Event, FailureOnTheRecordingStreamReachesWaitingStreamsAndHosts) {
+  Stream producer(0, 1, 0);
+  Stream consumer(0, 2, 0);
+  producer.enqueue("test::failing_collective", [] { throw std::runtime_error("peer vanished"); });
+  Event done;
+  done.record(producer);
+  done.block(consumer);
+  bool consumer_ran_later_work = false;
+  consumer.enqueue("test::after", [&] { consumer_ran_later_work = true; });
+  // The consumer fails with the producer's error, still naming the op that failed.
+  try {
+    consumer.synchronize();
+    FAIL() << "the consumer should have raised the producer's error";
+  } catch (const AsyncOpError& error) {
+    EXPECT_EQ(error.op_name(), "test::failing_collective");
+    EXPECT_NE(std::string(error.what()).find("peer vanished"), std::string::npos);
+  }
+  EXPECT_TRUE(consumer_ran_later_work);  // the stream stays usable
+  EXPECT_THROW(done.synchronize(), AsyncOpError);
+  // Blocking on an already-completed failed mark still hands the error on.
+  done.block(consumer);
+  EXPECT_THROW(consumer.synchronize(), AsyncOpError);
+  EXPECT_THROW(producer.synchronize(), AsyncOpError);
+  // After the producer's sync raised, new marks are clean.
+  Event clean;
+  clean.record(producer);
+  clean.block(consumer);
+  consumer.synchronize();
+  clean.synchronize();
 }
 
 }  // namespace

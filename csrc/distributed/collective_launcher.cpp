@@ -1,0 +1,210 @@
+#include "distributed/collective_launcher.h"
+
+#include <condition_variable>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <ATen/ops/empty_like.h>
+#include <c10/util/Exception.h>
+
+#include "distributed/tpu_dist_work.h"
+#include "engine/launch.h"
+#include "engine/mode.h"
+#include "executors/host/tensor_snapshot.h"
+#include "runtime/event.h"
+#include "runtime/status.h"
+
+namespace torch_tpu::distributed {
+namespace {
+
+using executors::host::TensorSnapshot;
+
+std::vector<TensorSnapshot> snapshots_of(const std::vector<at::Tensor>& tensors) {
+  std::vector<TensorSnapshot> snapshots;
+  snapshots.reserve(tensors.size());
+  for (const at::Tensor& tensor : tensors) snapshots.emplace_back(tensor);
+  return snapshots;
+}
+
+std::vector<at::Tensor> views_of(const std::vector<TensorSnapshot>& snapshots) {
+  std::vector<at::Tensor> views;
+  views.reserve(snapshots.size());
+  for (const TensorSnapshot& snapshot : snapshots) views.push_back(snapshot.cpu_view());
+  return views;
+}
+
+// Runs `body` inside a queued task: c10 errors (the transport's) become runtime errors whose
+// message has no C++ backtrace, prefixed with what the call was.
+template <typename Body>
+void run_reporting(const std::string& what, Body&& body) {
+  try {
+    body();
+  } catch (const c10::Error& error) {
+    throw runtime::RuntimeError(what + " failed: " + error.what_without_backtrace());
+  } catch (const runtime::RuntimeError&) {
+    throw;
+  } catch (const std::exception& error) {
+    throw runtime::RuntimeError(what + " failed: " + error.what());
+  }
+}
+
+// Every rank's signature of this call, gathered through the transport.
+std::vector<at::Tensor> exchange(c10d::Backend& transport, const at::Tensor& mine, int size) {
+  std::vector<std::vector<at::Tensor>> gathered(1);
+  for (int rank = 0; rank < size; ++rank) gathered[0].push_back(at::empty_like(mine));
+  std::vector<at::Tensor> input{mine};
+  transport.allgather(gathered, input)->wait();
+  return gathered[0];
+}
+
+c10::Stream c10_stream(int device, const runtime::Stream& stream) {
+  return c10::Stream(c10::Stream::UNSAFE,
+                     c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)),
+                     stream.id());
+}
+
+// A point-to-point op's handoff from the task that posts it to the one that waits for it.
+class Posting {
+ public:
+  void posted(c10::intrusive_ptr<c10d::Work> work) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      work_ = std::move(work);
+      settled_ = true;
+    }
+    settled_cv_.notify_all();
+  }
+  void failed(std::string message) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      error_ = std::move(message);
+      settled_ = true;
+    }
+    settled_cv_.notify_all();
+  }
+  // Blocks until the op was posted; throws if posting failed.
+  c10::intrusive_ptr<c10d::Work> wait_posted() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    settled_cv_.wait(lock, [&] { return settled_; });
+    if (error_) throw runtime::RuntimeError(*error_);
+    return work_;
+  }
+  int source_rank() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return work_ ? work_->sourceRank() : -1;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable settled_cv_;
+  bool settled_ = false;
+  c10::intrusive_ptr<c10d::Work> work_;
+  std::optional<std::string> error_;
+};
+
+}  // namespace
+
+CollectiveLauncher::CollectiveLauncher(c10::intrusive_ptr<c10d::Backend> transport, int rank,
+                                       int size)
+    : transport_(std::move(transport)), rank_(rank), size_(size) {}
+
+uint64_t CollectiveLauncher::collectives_launched() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return sequence_;
+}
+
+runtime::Stream& CollectiveLauncher::communication_stream(int device) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = communication_stream_ids_.find(device);
+  if (found == communication_stream_ids_.end()) {
+    runtime::Stream& stream = engine::chip(device).pool_stream(/*high_priority=*/true);
+    found = communication_stream_ids_.emplace(device, stream.id()).first;
+  }
+  return engine::translate_errors(
+      [&]() -> runtime::Stream& { return engine::chip(device).stream(found->second); });
+}
+
+c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective) {
+  TORCH_INTERNAL_ASSERT(!collective.outputs.empty() || !collective.inputs.empty());
+  const at::Tensor& first =
+      collective.inputs.empty() ? collective.outputs.front() : collective.inputs.front();
+  const int device = first.device().index();
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    collective.signature.sequence = ++sequence_;
+  }
+  runtime::Stream& caller = engine::current_stream(device);
+  runtime::Stream& communication = communication_stream(device);
+  // TODO(#4): flush the pending fused graph here once DeferAndFuse records ops.
+  if (&caller != &communication) {
+    runtime::Event inputs_ready;
+    inputs_ready.record(caller);
+    inputs_ready.block(communication);
+  }
+
+  std::vector<TensorSnapshot> input_snapshots = snapshots_of(collective.inputs);
+  std::vector<TensorSnapshot> output_snapshots = snapshots_of(collective.outputs);
+  const CallSignature signature = collective.signature;
+  const std::string what = "tpu_dist " + describe(signature) + " on rank " + std::to_string(rank_);
+  communication.enqueue(
+      collective.name,
+      // The task owns the tensors (so their memory outlives the transport's use of it) and the
+      // transport (so a destroyed group's last calls still finish).
+      [transport = transport_, rank = rank_, size = size_, what, signature,
+       input_snapshots = std::move(input_snapshots), output_snapshots = std::move(output_snapshots),
+       run = std::move(collective.run), keep_inputs = collective.inputs,
+       keep_outputs = collective.outputs] {
+        run_reporting(what, [&] {
+          check_agreement(signature, rank, exchange(*transport, encode(signature), size));
+          std::vector<at::Tensor> inputs = views_of(input_snapshots);
+          std::vector<at::Tensor> outputs = views_of(output_snapshots);
+          run(*transport, inputs, outputs);
+        });
+      });
+  runtime::Event done;
+  done.record(communication);
+  auto work = c10::make_intrusive<TpuDistWork>(rank_, collective.op, collective.name, device,
+                                               std::move(done), collective.outputs,
+                                               c10_stream(device, communication), signature.sequence);
+  if (engine::current_mode() == engine::ExecutionMode::kDebug) {
+    engine::sync_stream(communication, "debug_mode");
+  }
+  return work;
+}
+
+c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(PointToPoint op) {
+  const int device = op.tensor.device().index();
+  runtime::Stream& caller = engine::current_stream(device);
+  runtime::Stream& communication = communication_stream(device);
+  auto posting = std::make_shared<Posting>();
+  const std::string what = std::string(op.name) + " on rank " + std::to_string(rank_);
+  caller.enqueue(op.name, [posting, what, transport = transport_,
+                           snapshot = TensorSnapshot(op.tensor), post = std::move(op.post)] {
+    try {
+      run_reporting(what, [&] {
+        at::Tensor view = snapshot.cpu_view();
+        posting->posted(post(*transport, view));
+      });
+    } catch (const std::exception& error) {
+      posting->failed(error.what());
+      throw;
+    }
+  });
+  communication.enqueue(op.name, [posting, what, keep = op.tensor] {
+    run_reporting(what, [&] { posting->wait_posted()->wait(); });
+  });
+  runtime::Event done;
+  done.record(communication);
+  auto work = c10::make_intrusive<TpuDistWork>(
+      rank_, op.op, op.name, device, std::move(done), std::vector<at::Tensor>{op.tensor},
+      c10_stream(device, communication), /*sequence=*/0);
+  work->set_source_rank([posting] { return posting->source_rank(); });
+  if (engine::current_mode() == engine::ExecutionMode::kDebug) {
+    engine::sync_stream(communication, "debug_mode");
+  }
+  return work;
+}
+
+}  // namespace torch_tpu::distributed

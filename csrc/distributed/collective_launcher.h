@@ -1,0 +1,72 @@
+// How a tpu collective runs on the host runtime, in the order NCCL gives a CUDA collective:
+//  1. a mark on the caller's current stream says where the inputs are ready;
+//  2. the group's communication stream waits for that mark, checks with the other ranks that
+//     they issue the same call (call_signature.h), then runs it through the transport on
+//     zero-copy CPU views of chip memory. This blocks that stream, never the host or the
+//     caller's stream;
+//  3. a mark after it completes the Work: wait() makes the caller's stream wait for that mark.
+// Point-to-point ops are posted in the caller's stream order and complete on the communication
+// stream, so a ring of isend/irecv cannot deadlock behind one another on a serialized stream.
+// A failure (peer gone, timeout, disagreement) is an error of the op on the communication
+// stream; events hand it to every stream and host that waits for the Work.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+
+#include "distributed/call_signature.h"
+#include "runtime/stream.h"
+
+namespace torch_tpu::distributed {
+
+struct Collective {
+  c10d::OpType op = c10d::OpType::UNKNOWN;
+  const char* name = nullptr;       // interned, e.g. "tpu_dist::all_reduce"; names errors
+  CallSignature signature;          // the launcher sets its sequence number
+  std::vector<at::Tensor> inputs;   // tpu tensors the call reads
+  std::vector<at::Tensor> outputs;  // tpu tensors it writes (may alias inputs): the result
+  // Runs the call on CPU views of `inputs` and `outputs` (same order) and waits for it.
+  std::function<void(c10d::Backend& transport, std::vector<at::Tensor>& inputs,
+                     std::vector<at::Tensor>& outputs)>
+      run;
+};
+
+struct PointToPoint {
+  c10d::OpType op = c10d::OpType::UNKNOWN;
+  const char* name = nullptr;
+  at::Tensor tensor;  // sent or received into
+  // Posts the op on a CPU view of `tensor` and returns the transport's Work, not waited for.
+  std::function<c10::intrusive_ptr<c10d::Work>(c10d::Backend& transport, at::Tensor& view)> post;
+};
+
+class CollectiveLauncher {
+ public:
+  CollectiveLauncher(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size);
+
+  // Queues the call as described above and returns its Work at once (Debug mode: after it ran).
+  // Thread-safe; collectives are numbered in the order they are launched.
+  c10::intrusive_ptr<c10d::Work> launch(Collective collective);
+  c10::intrusive_ptr<c10d::Work> launch(PointToPoint op);
+
+  uint64_t collectives_launched() const;
+
+ private:
+  // The communication stream of chip `device`: one of its high-priority pool streams, chosen
+  // on first use and kept, as ProcessGroupNCCL keeps one per device.
+  runtime::Stream& communication_stream(int device);
+
+  c10::intrusive_ptr<c10d::Backend> transport_;
+  const int rank_;
+  const int size_;
+  mutable std::mutex mutex_;
+  uint64_t sequence_ = 0;
+  std::map<int, int64_t> communication_stream_ids_;
+};
+
+}  // namespace torch_tpu::distributed

@@ -1,0 +1,596 @@
+#include "distributed/tpu_dist_backend.h"
+
+#include <initializer_list>
+#include <optional>
+#include <utility>
+
+#include <ATen/ops/view_as_real.h>
+#include <c10/util/Exception.h>
+
+namespace torch_tpu::distributed {
+namespace {
+
+using c10d::OpType;
+using c10d::ReduceOp;
+using TensorList = std::vector<at::Tensor>;
+
+bool on_tpu(const at::Tensor& tensor) { return tensor.device().type() == c10::DeviceType::PrivateUse1; }
+
+// Checks the tensors of one call the way ProcessGroupNCCL does, with errors naming `op`: all
+// dense, all on one device (one tpu, or all on CPU, which the transport then takes as is), one
+// dtype, and contiguous when on tpu. Returns whether they are on tpu.
+bool check_call(const char* op, std::initializer_list<const TensorList*> groups) {
+  const at::Tensor* first = nullptr;
+  for (const TensorList* group : groups) {
+    for (const at::Tensor& tensor : *group) {
+      TORCH_CHECK(tensor.defined(), "tpu_dist: ", op, " got an undefined tensor");
+      TORCH_CHECK(tensor.layout() == c10::kStrided, "tpu_dist: ", op,
+                  " supports only dense (strided) tensors, got layout ", tensor.layout());
+      if (first == nullptr) {
+        first = &tensor;
+        TORCH_CHECK(on_tpu(tensor) || tensor.device().is_cpu(), "tpu_dist: ", op,
+                    " takes tpu or CPU tensors, got one on ", tensor.device());
+      }
+      TORCH_CHECK(tensor.device() == first->device(), "tpu_dist: ", op,
+                  " needs all tensors on one device, got ", first->device(), " and ",
+                  tensor.device());
+      TORCH_CHECK(tensor.scalar_type() == first->scalar_type(), "tpu_dist: ", op,
+                  " needs all tensors to have one dtype, got ", first->scalar_type(), " and ",
+                  tensor.scalar_type());
+      if (on_tpu(tensor)) {
+        TORCH_CHECK(tensor.is_contiguous() || tensor.is_non_overlapping_and_dense(), "tpu_dist: ",
+                    op, " needs contiguous tensors, got one with sizes ", tensor.sizes(),
+                    " and strides ", tensor.strides());
+      }
+    }
+  }
+  TORCH_CHECK(first != nullptr, "tpu_dist: ", op, " got no tensors");
+  return on_tpu(*first);
+}
+
+void check_same_sizes(const char* op, const TensorList& tensors, c10::IntArrayRef sizes,
+                      const char* what) {
+  for (const at::Tensor& tensor : tensors) {
+    TORCH_CHECK(tensor.sizes() == sizes, "tpu_dist: ", op, ": every ", what, " must have sizes ",
+                sizes, ", got ", tensor.sizes());
+  }
+}
+
+void check_count(const char* op, size_t count, size_t expected, const char* what) {
+  TORCH_CHECK(count == expected, "tpu_dist: ", op, " expects ", expected, " ", what, ", got ",
+              count);
+}
+
+// Gloo moves these dtypes itself; others travel as their bytes (data movement only).
+bool transport_knows(c10::ScalarType dtype) {
+  switch (dtype) {
+    case c10::kFloat: case c10::kDouble: case c10::kHalf: case c10::kBFloat16:
+    case c10::kChar: case c10::kByte: case c10::kInt: case c10::kLong: case c10::kBool:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// A view the transport can move: the tensor itself, or its bytes. With `keep_rows`, dim 0 is
+// kept (all_to_all splits count rows).
+at::Tensor movable(const at::Tensor& view, bool keep_rows = false) {
+  if (transport_knows(view.scalar_type())) return view;
+  const at::Tensor flat = keep_rows && view.dim() > 0 ? view.reshape({view.size(0), -1})
+                                                      : view.reshape({-1});
+  return flat.view(at::kByte);
+}
+
+TensorList movable(const TensorList& views, bool keep_rows = false) {
+  TensorList result;
+  result.reserve(views.size());
+  for (const at::Tensor& view : views) result.push_back(movable(view, keep_rows));
+  return result;
+}
+
+// Reductions need a dtype the transport reduces; complex sums travel as pairs of reals.
+void check_reducible(const char* op, const at::Tensor& tensor, const ReduceOp& reduce_op) {
+  const c10::ScalarType dtype = tensor.scalar_type();
+  if (c10::isComplexType(dtype)) {
+    TORCH_CHECK(c10d::isComplexViewAsRealAllowed(reduce_op), "tpu_dist: ", op,
+                " of complex tensors supports SUM, AVG and PREMUL_SUM only");
+    return;
+  }
+  TORCH_CHECK(transport_knows(dtype), "tpu_dist: ", op, " does not support ", dtype,
+              " tensors (reductions support float32, float64, float16, bfloat16, int8, uint8, "
+              "int32, int64 and bool)");
+  TORCH_CHECK(reduce_op.op_ != ReduceOp::AVG || c10::isFloatingType(dtype), "tpu_dist: ", op,
+              " with ReduceOp.AVG needs a floating-point dtype, got ", dtype);
+}
+
+at::Tensor reducible(const at::Tensor& view) {
+  return view.is_complex() ? at::view_as_real(view) : view;
+}
+
+TensorList reducible(const TensorList& views) {
+  TensorList result;
+  for (const at::Tensor& view : views) result.push_back(reducible(view));
+  return result;
+}
+
+// PREMUL_SUM is SUM of inputs scaled by a factor (a number, or a one-element tensor).
+struct Reduction {
+  ReduceOp op;                       // what the transport runs (SUM for PREMUL_SUM)
+  std::optional<double> factor;      // PREMUL_SUM's number
+  std::optional<at::Tensor> factor_tensor;  // or its tensor (kept with the call's inputs)
+};
+
+Reduction reduction_of(const ReduceOp& requested) {
+  if (requested.op_ != ReduceOp::PREMUL_SUM) return {requested, std::nullopt, std::nullopt};
+  const auto* supplement = dynamic_cast<c10d::PreMulSumSupplement*>(requested.supplement_.get());
+  TORCH_CHECK(supplement != nullptr, "tpu_dist: PREMUL_SUM without a factor");
+  Reduction reduction{ReduceOp(ReduceOp::SUM), std::nullopt, std::nullopt};
+  if (supplement->tensor_factor.defined() && on_tpu(supplement->tensor_factor)) {
+    reduction.factor_tensor = supplement->tensor_factor;  // read where the call runs
+  } else if (supplement->tensor_factor.defined()) {
+    reduction.factor = supplement->tensor_factor.item<double>();
+  } else {
+    reduction.factor = supplement->double_factor;
+  }
+  return reduction;
+}
+
+// Scales `view` by the PREMUL_SUM factor in place (the factor tensor, if any, is `factor_view`).
+void premultiply(const Reduction& reduction, at::Tensor& view, const at::Tensor* factor_view) {
+  if (reduction.factor) {
+    view.mul_(*reduction.factor);
+  } else if (factor_view != nullptr) {
+    view.mul_(factor_view->to(c10::kCPU));
+  }
+}
+
+CallSignature signature_of(OpType op, const at::Tensor& shaped, int64_t reduce_op = -1,
+                           int64_t root = -1, bool shape_checked = true) {
+  CallSignature signature;
+  signature.op = op;
+  signature.reduce_op = reduce_op;
+  signature.root = root;
+  signature.dtype = shaped.scalar_type();
+  signature.shape_checked = shape_checked;
+  if (shape_checked) signature.shape = shaped.sizes().vec();
+  return signature;
+}
+
+// Coalesced calls: the ranks agree on the number of tensors and their total size.
+CallSignature signature_of_many(OpType op, const TensorList& tensors, int64_t reduce_op = -1) {
+  CallSignature signature = signature_of(op, tensors.front(), reduce_op);
+  int64_t total = 0;
+  for (const at::Tensor& tensor : tensors) total += tensor.numel();
+  signature.shape = {static_cast<int64_t>(tensors.size()), total};
+  return signature;
+}
+
+TensorList flatten(const std::vector<TensorList>& lists) {
+  TensorList flat;
+  for (const TensorList& list : lists) flat.insert(flat.end(), list.begin(), list.end());
+  return flat;
+}
+
+}  // namespace
+
+TpuDistBackend::TpuDistBackend(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size,
+                               std::chrono::milliseconds timeout)
+    : c10d::Backend(rank, size), transport_(std::move(transport)), launcher_(transport_, rank, size) {
+  TORCH_CHECK(transport_, "tpu_dist: a transport backend is required");
+  transport_->setTimeout(timeout);
+}
+
+c10::intrusive_ptr<c10d::Backend::Options> TpuDistBackend::getBackendOptions() {
+  auto options = c10::make_intrusive<Options>("tpu_dist");
+  try {
+    options->timeout = transport_->getBackendOptions()->timeout;
+  } catch (const c10::Error&) {
+    // The transport does not report options: the default timeout stands.
+  }
+  return options;
+}
+
+void TpuDistBackend::setTimeout(std::chrono::milliseconds timeout) { transport_->setTimeout(timeout); }
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::broadcast(TensorList& tensors,
+                                                         const c10d::BroadcastOptions& opts) {
+  if (!check_call("broadcast", {&tensors})) return transport_->broadcast(tensors, opts);
+  check_count("broadcast", tensors.size(), 1, "tensor");
+  Collective call{OpType::BROADCAST, "tpu_dist::broadcast",
+                  signature_of(OpType::BROADCAST, tensors[0], -1, opts.rootRank), {}, tensors, {}};
+  call.run = [opts](c10d::Backend& transport, TensorList&, TensorList& outputs) {
+    TensorList moved = movable(outputs);
+    transport.broadcast(moved, opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::allreduce(TensorList& tensors,
+                                                         const c10d::AllreduceOptions& opts) {
+  if (!check_call("all_reduce", {&tensors})) return transport_->allreduce(tensors, opts);
+  check_count("all_reduce", tensors.size(), 1, "tensor");
+  check_reducible("all_reduce", tensors[0], opts.reduceOp);
+  const Reduction reduction = reduction_of(opts.reduceOp);
+  Collective call{OpType::ALLREDUCE, "tpu_dist::all_reduce",
+                  signature_of(OpType::ALLREDUCE, tensors[0], opts.reduceOp.op_), {}, tensors, {}};
+  if (reduction.factor_tensor) call.inputs.push_back(*reduction.factor_tensor);
+  call.run = [opts, reduction](c10d::Backend& transport, TensorList& inputs, TensorList& outputs) {
+    premultiply(reduction, outputs[0], inputs.empty() ? nullptr : &inputs[0]);
+    TensorList reduced = reducible(outputs);
+    c10d::AllreduceOptions transport_opts = opts;
+    transport_opts.reduceOp = reduction.op;
+    transport.allreduce(reduced, transport_opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::allreduce_coalesced(
+    TensorList& tensors, const c10d::AllreduceCoalescedOptions& opts) {
+  if (!check_call("all_reduce_coalesced", {&tensors})) {
+    return transport_->allreduce_coalesced(tensors, opts);
+  }
+  for (const at::Tensor& tensor : tensors) check_reducible("all_reduce_coalesced", tensor, opts.reduceOp);
+  TORCH_CHECK(opts.reduceOp.op_ != ReduceOp::PREMUL_SUM,
+              "tpu_dist: all_reduce_coalesced does not support PREMUL_SUM yet");
+  Collective call{OpType::ALLREDUCE_COALESCED, "tpu_dist::all_reduce_coalesced",
+                  signature_of_many(OpType::ALLREDUCE_COALESCED, tensors, opts.reduceOp.op_), {},
+                  tensors, {}};
+  call.run = [opts](c10d::Backend& transport, TensorList&, TensorList& outputs) {
+    TensorList reduced = reducible(outputs);
+    transport.allreduce_coalesced(reduced, opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce(TensorList& tensors,
+                                                      const c10d::ReduceOptions& opts) {
+  if (!check_call("reduce", {&tensors})) return transport_->reduce(tensors, opts);
+  check_count("reduce", tensors.size(), 1, "tensor");
+  check_reducible("reduce", tensors[0], opts.reduceOp);
+  const Reduction reduction = reduction_of(opts.reduceOp);
+  Collective call{OpType::REDUCE, "tpu_dist::reduce",
+                  signature_of(OpType::REDUCE, tensors[0], opts.reduceOp.op_, opts.rootRank), {},
+                  tensors, {}};
+  if (reduction.factor_tensor) call.inputs.push_back(*reduction.factor_tensor);
+  call.run = [opts, reduction](c10d::Backend& transport, TensorList& inputs, TensorList& outputs) {
+    premultiply(reduction, outputs[0], inputs.empty() ? nullptr : &inputs[0]);
+    TensorList reduced = reducible(outputs);
+    c10d::ReduceOptions transport_opts = opts;
+    transport_opts.reduceOp = reduction.op;
+    transport.reduce(reduced, transport_opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather(std::vector<TensorList>& outputs,
+                                                         TensorList& inputs,
+                                                         const c10d::AllgatherOptions& opts) {
+  TensorList flat_outputs = flatten(outputs);
+  if (!check_call("all_gather", {&inputs, &flat_outputs})) {
+    return transport_->allgather(outputs, inputs, opts);
+  }
+  check_count("all_gather", inputs.size(), 1, "input tensor");
+  check_count("all_gather", outputs.size(), 1, "output list");
+  check_count("all_gather", outputs[0].size(), static_cast<size_t>(getSize()), "output tensors");
+  check_same_sizes("all_gather", outputs[0], inputs[0].sizes(), "output tensor");
+  Collective call{OpType::ALLGATHER, "tpu_dist::all_gather",
+                  signature_of(OpType::ALLGATHER, inputs[0]), inputs, flat_outputs, {}};
+  call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+    TensorList moved_inputs = movable(ins);
+    std::vector<TensorList> moved_outputs{movable(outs)};
+    transport.allgather(moved_outputs, moved_inputs, opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::_allgather_base(at::Tensor& output,
+                                                               at::Tensor& input,
+                                                               const c10d::AllgatherOptions& opts) {
+  TensorList inputs{input};
+  TensorList outputs{output};
+  if (!check_call("all_gather_into_tensor", {&inputs, &outputs})) {
+    return transport_->_allgather_base(output, input, opts);
+  }
+  TORCH_CHECK(output.numel() == input.numel() * getSize(), "tpu_dist: all_gather_into_tensor: ",
+              "the output must hold world_size (", getSize(), ") times the input's ",
+              input.numel(), " elements, got ", output.numel());
+  Collective call{OpType::_ALLGATHER_BASE, "tpu_dist::all_gather_into_tensor",
+                  signature_of(OpType::_ALLGATHER_BASE, input), inputs, outputs, {}};
+  call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+    at::Tensor moved_output = movable(outs[0]);
+    at::Tensor moved_input = movable(ins[0]);
+    transport._allgather_base(moved_output, moved_input, opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_coalesced(
+    std::vector<TensorList>& outputs, TensorList& inputs, const c10d::AllgatherOptions& opts) {
+  TensorList flat_outputs = flatten(outputs);
+  if (!check_call("all_gather_coalesced", {&inputs, &flat_outputs})) {
+    return transport_->allgather_coalesced(outputs, inputs, opts);
+  }
+  check_count("all_gather_coalesced", outputs.size(), static_cast<size_t>(getSize()), "output lists");
+  for (const TensorList& list : outputs) {
+    check_count("all_gather_coalesced", list.size(), inputs.size(), "tensors per output list");
+  }
+  const size_t per_rank = inputs.size();
+  Collective call{OpType::ALLGATHER_COALESCED, "tpu_dist::all_gather_coalesced",
+                  signature_of_many(OpType::ALLGATHER_COALESCED, inputs), inputs, flat_outputs, {}};
+  call.run = [opts, per_rank](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+    std::vector<TensorList> lists;
+    for (size_t start = 0; start < outs.size(); start += per_rank) {
+      lists.emplace_back(outs.begin() + start, outs.begin() + start + per_rank);
+    }
+    transport.allgather_coalesced(lists, ins, opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_into_tensor_coalesced(
+    TensorList& outputs, TensorList& inputs, const c10d::AllgatherOptions& opts) {
+  if (!check_call("all_gather_into_tensor_coalesced", {&inputs, &outputs})) {
+    return transport_->allgather_into_tensor_coalesced(outputs, inputs, opts);
+  }
+  check_count("all_gather_into_tensor_coalesced", outputs.size(), inputs.size(), "outputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * getSize(),
+                "tpu_dist: all_gather_into_tensor_coalesced: output ", i, " must hold world_size ",
+                "times input ", i, "'s elements");
+  }
+  Collective call{OpType::COALESCED, "tpu_dist::all_gather_into_tensor_coalesced",
+                  signature_of_many(OpType::COALESCED, inputs), inputs, outputs, {}};
+  call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+    for (size_t i = 0; i < ins.size(); ++i) {
+      at::Tensor moved_output = movable(outs[i]);
+      at::Tensor moved_input = movable(ins[i]);
+      transport._allgather_base(moved_output, moved_input, opts)->wait();
+    }
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::gather(std::vector<TensorList>& outputs,
+                                                      TensorList& inputs,
+                                                      const c10d::GatherOptions& opts) {
+  TensorList flat_outputs = flatten(outputs);
+  if (!check_call("gather", {&inputs, &flat_outputs})) return transport_->gather(outputs, inputs, opts);
+  check_count("gather", inputs.size(), 1, "input tensor");
+  if (getRank() == opts.rootRank) {
+    check_count("gather", outputs.size(), 1, "output list on the root");
+    check_count("gather", outputs[0].size(), static_cast<size_t>(getSize()), "output tensors on the root");
+    check_same_sizes("gather", outputs[0], inputs[0].sizes(), "output tensor");
+  } else {
+    check_count("gather", flat_outputs.size(), 0, "output tensors off the root");
+  }
+  const bool is_root = getRank() == opts.rootRank;
+  Collective call{OpType::GATHER, "tpu_dist::gather",
+                  signature_of(OpType::GATHER, inputs[0], -1, opts.rootRank), inputs, flat_outputs,
+                  {}};
+  call.run = [opts, is_root](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+    TensorList moved_inputs = movable(ins);
+    std::vector<TensorList> moved_outputs;
+    if (is_root) moved_outputs.push_back(movable(outs));
+    transport.gather(moved_outputs, moved_inputs, opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::scatter(TensorList& outputs,
+                                                       std::vector<TensorList>& inputs,
+                                                       const c10d::ScatterOptions& opts) {
+  TensorList flat_inputs = flatten(inputs);
+  if (!check_call("scatter", {&outputs, &flat_inputs})) return transport_->scatter(outputs, inputs, opts);
+  check_count("scatter", outputs.size(), 1, "output tensor");
+  const bool is_root = getRank() == opts.rootRank;
+  if (is_root) {
+    check_count("scatter", inputs.size(), 1, "input list on the root");
+    check_count("scatter", inputs[0].size(), static_cast<size_t>(getSize()), "input tensors on the root");
+    check_same_sizes("scatter", inputs[0], outputs[0].sizes(), "input tensor");
+  } else {
+    check_count("scatter", flat_inputs.size(), 0, "input tensors off the root");
+  }
+  Collective call{OpType::SCATTER, "tpu_dist::scatter",
+                  signature_of(OpType::SCATTER, outputs[0], -1, opts.rootRank), flat_inputs,
+                  outputs, {}};
+  call.run = [opts, is_root](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+    TensorList moved_outputs = movable(outs);
+    std::vector<TensorList> moved_inputs;
+    if (is_root) moved_inputs.push_back(movable(ins));
+    transport.scatter(moved_outputs, moved_inputs, opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce_scatter(std::vector<at::Tensor>& outputs,
+                                                              std::vector<TensorList>& inputs,
+                                                              const c10d::ReduceScatterOptions& opts) {
+  TensorList flat_inputs = flatten(inputs);
+  if (!check_call("reduce_scatter", {&outputs, &flat_inputs})) {
+    return transport_->reduce_scatter(outputs, inputs, opts);
+  }
+  check_count("reduce_scatter", outputs.size(), 1, "output tensor");
+  check_count("reduce_scatter", inputs.size(), 1, "input list");
+  check_count("reduce_scatter", inputs[0].size(), static_cast<size_t>(getSize()), "input tensors");
+  check_same_sizes("reduce_scatter", inputs[0], outputs[0].sizes(), "input tensor");
+  check_reducible("reduce_scatter", outputs[0], opts.reduceOp);
+  TORCH_CHECK(opts.reduceOp.op_ != ReduceOp::PREMUL_SUM,
+              "tpu_dist: reduce_scatter (list form) does not support PREMUL_SUM yet; use "
+              "reduce_scatter_tensor");
+  Collective call{OpType::REDUCE_SCATTER, "tpu_dist::reduce_scatter",
+                  signature_of(OpType::REDUCE_SCATTER, outputs[0], opts.reduceOp.op_), flat_inputs,
+                  outputs, {}};
+  call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+    TensorList reduced_outputs = reducible(outs);
+    std::vector<TensorList> reduced_inputs{reducible(ins)};
+    transport.reduce_scatter(reduced_outputs, reduced_inputs, opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::_reduce_scatter_base(
+    at::Tensor& output, at::Tensor& input, const c10d::ReduceScatterOptions& opts) {
+  TensorList inputs{input};
+  TensorList outputs{output};
+  if (!check_call("reduce_scatter_tensor", {&inputs, &outputs})) {
+    return transport_->_reduce_scatter_base(output, input, opts);
+  }
+  TORCH_CHECK(input.numel() == output.numel() * getSize(), "tpu_dist: reduce_scatter_tensor: ",
+              "the input must hold world_size (", getSize(), ") times the output's ",
+              output.numel(), " elements, got ", input.numel());
+  check_reducible("reduce_scatter_tensor", output, opts.reduceOp);
+  const Reduction reduction = reduction_of(opts.reduceOp);
+  Collective call{OpType::_REDUCE_SCATTER_BASE, "tpu_dist::reduce_scatter_tensor",
+                  signature_of(OpType::_REDUCE_SCATTER_BASE, input, opts.reduceOp.op_), inputs,
+                  outputs, {}};
+  if (reduction.factor_tensor) call.inputs.push_back(*reduction.factor_tensor);
+  call.run = [opts, reduction](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+    at::Tensor source = ins[0];
+    if (reduction.factor || reduction.factor_tensor) {
+      source = ins[0].clone();  // the caller's input must stay unscaled
+      premultiply(reduction, source, ins.size() > 1 ? &ins[1] : nullptr);
+    }
+    at::Tensor reduced_output = reducible(outs[0]);
+    at::Tensor reduced_input = reducible(source);
+    c10d::ReduceScatterOptions transport_opts = opts;
+    transport_opts.reduceOp = reduction.op;
+    transport._reduce_scatter_base(reduced_output, reduced_input, transport_opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce_scatter_tensor_coalesced(
+    TensorList& outputs, TensorList& inputs, const c10d::ReduceScatterOptions& opts) {
+  if (!check_call("reduce_scatter_tensor_coalesced", {&inputs, &outputs})) {
+    return transport_->reduce_scatter_tensor_coalesced(outputs, inputs, opts);
+  }
+  check_count("reduce_scatter_tensor_coalesced", outputs.size(), inputs.size(), "outputs");
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * getSize(),
+                "tpu_dist: reduce_scatter_tensor_coalesced: input ", i, " must hold world_size ",
+                "times output ", i, "'s elements");
+    check_reducible("reduce_scatter_tensor_coalesced", outputs[i], opts.reduceOp);
+  }
+  TORCH_CHECK(opts.reduceOp.op_ != ReduceOp::PREMUL_SUM,
+              "tpu_dist: reduce_scatter_tensor_coalesced does not support PREMUL_SUM yet");
+  Collective call{OpType::REDUCE_SCATTER_TENSOR_COALESCED,
+                  "tpu_dist::reduce_scatter_tensor_coalesced",
+                  signature_of_many(OpType::REDUCE_SCATTER_TENSOR_COALESCED, inputs,
+                                    opts.reduceOp.op_),
+                  inputs, outputs, {}};
+  call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+    for (size_t i = 0; i < ins.size(); ++i) {
+      at::Tensor reduced_output = reducible(outs[i]);
+      at::Tensor reduced_input = reducible(ins[i]);
+      transport._reduce_scatter_base(reduced_output, reduced_input, opts)->wait();
+    }
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall_base(at::Tensor& output, at::Tensor& input,
+                                                             std::vector<int64_t>& output_split_sizes,
+                                                             std::vector<int64_t>& input_split_sizes,
+                                                             const c10d::AllToAllOptions& opts) {
+  TensorList inputs{input};
+  TensorList outputs{output};
+  if (!check_call("all_to_all_single", {&inputs, &outputs})) {
+    return transport_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
+  }
+  const auto check_splits = [&](const std::vector<int64_t>& splits, const at::Tensor& tensor,
+                                const char* which) {
+    if (splits.empty()) {
+      TORCH_CHECK(tensor.dim() > 0 && tensor.size(0) % getSize() == 0, "tpu_dist: ",
+                  "all_to_all_single without ", which, " split sizes needs dim 0 divisible by "
+                  "world_size (", getSize(), "), got sizes ", tensor.sizes());
+      return;
+    }
+    check_count("all_to_all_single", splits.size(), static_cast<size_t>(getSize()), which);
+    int64_t rows = 0;
+    for (int64_t split : splits) rows += split;
+    TORCH_CHECK(tensor.dim() > 0 && rows == tensor.size(0), "tpu_dist: all_to_all_single: ",
+                which, " split sizes add up to ", rows, " rows but the tensor has sizes ",
+                tensor.sizes());
+  };
+  check_splits(input_split_sizes, input, "input");
+  check_splits(output_split_sizes, output, "output");
+  const bool even = input_split_sizes.empty() && output_split_sizes.empty();
+  Collective call{OpType::ALLTOALL_BASE, "tpu_dist::all_to_all_single",
+                  signature_of(OpType::ALLTOALL_BASE, input, -1, -1, /*shape_checked=*/even),
+                  inputs, outputs, {}};
+  call.run = [opts, output_splits = output_split_sizes, input_splits = input_split_sizes](
+                 c10d::Backend& transport, TensorList& ins, TensorList& outs) mutable {
+    at::Tensor moved_output = movable(outs[0], /*keep_rows=*/true);
+    at::Tensor moved_input = movable(ins[0], /*keep_rows=*/true);
+    transport.alltoall_base(moved_output, moved_input, output_splits, input_splits, opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall(TensorList& outputs, TensorList& inputs,
+                                                        const c10d::AllToAllOptions& opts) {
+  if (!check_call("all_to_all", {&inputs, &outputs})) return transport_->alltoall(outputs, inputs, opts);
+  check_count("all_to_all", inputs.size(), static_cast<size_t>(getSize()), "input tensors");
+  check_count("all_to_all", outputs.size(), static_cast<size_t>(getSize()), "output tensors");
+  CallSignature signature = signature_of(OpType::ALLTOALL, inputs[0], -1, -1, /*shape_checked=*/false);
+  Collective call{OpType::ALLTOALL, "tpu_dist::all_to_all", signature, inputs, outputs, {}};
+  call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+    TensorList moved_outputs = movable(outs);
+    TensorList moved_inputs = movable(ins);
+    transport.alltoall(moved_outputs, moved_inputs, opts)->wait();
+  };
+  return launcher_.launch(std::move(call));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::send(TensorList& tensors, int dst_rank, int tag) {
+  if (!check_call("send", {&tensors})) return transport_->send(tensors, dst_rank, tag);
+  check_count("send", tensors.size(), 1, "tensor");
+  PointToPoint op{OpType::SEND, "tpu_dist::send", tensors[0], {}};
+  op.post = [dst_rank, tag](c10d::Backend& transport, at::Tensor& view) {
+    TensorList moved{movable(view)};
+    return transport.send(moved, dst_rank, tag);
+  };
+  return launcher_.launch(std::move(op));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::recv(TensorList& tensors, int src_rank, int tag) {
+  if (!check_call("recv", {&tensors})) return transport_->recv(tensors, src_rank, tag);
+  check_count("recv", tensors.size(), 1, "tensor");
+  PointToPoint op{OpType::RECV, "tpu_dist::recv", tensors[0], {}};
+  op.post = [src_rank, tag](c10d::Backend& transport, at::Tensor& view) {
+    TensorList moved{movable(view)};
+    return transport.recv(moved, src_rank, tag);
+  };
+  return launcher_.launch(std::move(op));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::recvAnysource(TensorList& tensors, int tag) {
+  if (!check_call("recv", {&tensors})) return transport_->recvAnysource(tensors, tag);
+  check_count("recv", tensors.size(), 1, "tensor");
+  PointToPoint op{OpType::RECVANYSOURCE, "tpu_dist::recv_any_source", tensors[0], {}};
+  op.post = [tag](c10d::Backend& transport, at::Tensor& view) {
+    TensorList moved{movable(view)};
+    return transport.recvAnysource(moved, tag);
+  };
+  return launcher_.launch(std::move(op));
+}
+
+c10::intrusive_ptr<c10d::Work> TpuDistBackend::barrier(const c10d::BarrierOptions& opts) {
+  return transport_->barrier(opts);
+}
+
+void TpuDistBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
+  transport_->monitoredBarrier(opts, wait_all_ranks);
+}
+
+void TpuDistBackend::setSequenceNumberForGroup() { transport_->setSequenceNumberForGroup(); }
+
+uint64_t TpuDistBackend::getSequenceNumberForGroup() {
+  return transport_->getSequenceNumberForGroup();
+}
+
+void TpuDistBackend::abort() { transport_->abort(); }
+
+void TpuDistBackend::shutdown() { transport_->shutdown(); }
+
+}  // namespace torch_tpu::distributed
