@@ -29,16 +29,14 @@ TpuDistWork::TpuDistWork(int rank, c10d::OpType op, const char* profiling_title,
 
 bool TpuDistWork::isCompleted() { return done_.query(); }
 
-bool TpuDistWork::isSuccess() const { return done_.query() && exception() == nullptr; }
+bool TpuDistWork::isSuccess() const { return done_.query() && done_.error() == nullptr; }
 
 std::exception_ptr TpuDistWork::exception() const {
-  if (!done_.query()) return nullptr;
-  try {
-    done_.synchronize();  // returns at once; throws the collective's error, if any
-  } catch (...) {
-    return std::current_exception();
-  }
-  return nullptr;
+  // Inspecting does not report it: the next sync point still raises it.
+  const runtime::KeptErrorPtr error = done_.error();
+  if (error == nullptr) return nullptr;
+  return std::make_exception_ptr(c10::DistBackendError(
+      c10::SourceLocation{__func__, __FILE__, static_cast<uint32_t>(__LINE__)}, error->error.what()));
 }
 
 int TpuDistWork::sourceRank() const {

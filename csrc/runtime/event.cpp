@@ -9,7 +9,7 @@ void Event::record(Stream& stream) {
   auto state = std::make_shared<State>();
   state_ = state;
   stream.enqueue("tpu::event_record", [state, &stream] {
-    std::optional<AsyncOpError> error = stream.kept_error();
+    KeptErrorPtr error = stream.kept_error();
     {
       std::lock_guard<std::mutex> lock(state->mutex);
       state->time = std::chrono::steady_clock::now();
@@ -25,13 +25,19 @@ void Event::block(Stream& stream) const {
   {
     // Nothing to wait for or hand on: keep the stream's queue short.
     std::lock_guard<std::mutex> lock(state_->mutex);
-    if (state_->done && !state_->error) return;
+    if (state_->done && (!state_->error || state_->error->raised)) return;
   }
   stream.enqueue("tpu::event_wait", [state = state_] {
     std::unique_lock<std::mutex> lock(state->mutex);
     state->done_cv.wait(lock, [&] { return state->done; });
-    if (state->error) throw *state->error;
+    if (state->error && !state->error->raised) throw ForwardedError(state->error);
   });
+}
+
+KeptErrorPtr Event::error() const {
+  if (!state_) return nullptr;
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  return state_->done ? state_->error : nullptr;
 }
 
 bool Event::query() const {
@@ -44,7 +50,7 @@ void Event::synchronize() const {
   if (!state_) return;
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->done_cv.wait(lock, [&] { return state_->done; });
-  if (state_->error) throw *state_->error;
+  if (state_->error && state_->error->claim()) throw state_->error->error;
 }
 
 double Event::elapsed_ms(const Event& end) const {

@@ -2,14 +2,14 @@
 // or wait for it, and two timed events give the elapsed time between them.
 // A mark reached after a task on its stream failed carries that error: a stream that waits for
 // the mark fails with it (raised at that stream's next sync), and so does a host that waits for
-// it. Work handed from stream to stream (e.g. a collective's result) never hides a failure.
+// it. Work handed from stream to stream (e.g. a collective's result) never hides a failure, and
+// the first sync point that raises it reports it for all (runtime/stream.h, KeptError).
 #pragma once
 
 #include <chrono>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
-#include <optional>
 
 #include "runtime/status.h"
 #include "runtime/stream.h"
@@ -32,6 +32,9 @@ class Event {
   // Milliseconds from this event's mark to `end`'s; both must be recorded, completed and timed.
   double elapsed_ms(const Event& end) const;
 
+  // The error the mark carries once reached (without reporting it), or null.
+  KeptErrorPtr error() const;
+
   bool was_recorded() const { return state_ != nullptr; }
   bool timing_enabled() const { return enable_timing_; }
 
@@ -41,7 +44,7 @@ class Event {
     std::condition_variable done_cv;
     bool done = false;
     std::chrono::steady_clock::time_point time;
-    std::optional<AsyncOpError> error;  // the recording stream's kept error at the mark
+    KeptErrorPtr error;  // the recording stream's kept error at the mark, or null
   };
   bool enable_timing_;
   std::shared_ptr<State> state_;

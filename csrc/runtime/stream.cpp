@@ -111,16 +111,16 @@ void Stream::synchronize() {
 
 void Stream::raise_pending_error() {
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!pending_error_) return;
-  AsyncOpError error = std::move(*pending_error_);
+  KeptErrorPtr record = std::move(pending_error_);
   pending_error_.reset();
   lock.unlock();
-  throw error;
+  // Already raised where another stream or host waited for it: reported once is enough.
+  if (record && record->claim()) throw record->error;
 }
 
-std::optional<AsyncOpError> Stream::kept_error() const {
+KeptErrorPtr Stream::kept_error() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return pending_error_;
+  return pending_error_ && !pending_error_->raised ? pending_error_ : nullptr;
 }
 
 bool Stream::query() const {
@@ -204,13 +204,13 @@ void Stream::run(Node& node) {
   // Runs without the lock: tasks may enqueue onto this stream or free memory.
   bool failed = false;
   std::string message;
-  std::optional<AsyncOpError> forwarded;
+  KeptErrorPtr forwarded;
   try {
     node.task();
-  } catch (const AsyncOpError& e) {
+  } catch (const ForwardedError& e) {
     // Another stream's failure, handed on through an event: keep naming the op that failed.
     failed = true;
-    forwarded = e;
+    forwarded = e.record();
   } catch (const std::exception& e) {
     failed = true;
     message = e.what();
@@ -220,12 +220,14 @@ void Stream::run(Node& node) {
   }
   if (failed) {
     std::lock_guard<std::mutex> lock(mutex_);
-    // The first failure is the root cause; later ones are usually its consequences.
-    if (!pending_error_) {
+    // The first failure is the root cause; later ones are usually its consequences. One
+    // already raised elsewhere (through an event) is done with: a new failure is news.
+    if (!pending_error_ || pending_error_->raised) {
       if (forwarded) {
         pending_error_ = std::move(forwarded);
       } else {
-        pending_error_.emplace(node.op_name != nullptr ? node.op_name : "<unnamed>", message);
+        pending_error_ = std::make_shared<KeptError>(
+            AsyncOpError(node.op_name != nullptr ? node.op_name : "<unnamed>", message));
       }
     }
   }

@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -20,6 +21,29 @@
 namespace torch_tpu::runtime {
 
 using Task = std::function<void()>;
+
+// A task's failure, kept until a sync point raises it. Events hand the same record to the
+// streams and hosts that wait for them (runtime/event.h); whichever sync point reaches it first
+// raises it, and every other holder then drops it, so one failure is reported once.
+struct KeptError {
+  explicit KeptError(AsyncOpError error) : error(std::move(error)) {}
+  AsyncOpError error;
+  std::atomic<bool> raised{false};
+  // True for the one caller that gets to raise it.
+  bool claim() { return !raised.exchange(true); }
+};
+using KeptErrorPtr = std::shared_ptr<KeptError>;
+
+// Thrown by a task that hands on another stream's kept error (an event wait).
+class ForwardedError : public std::exception {
+ public:
+  explicit ForwardedError(KeptErrorPtr record) : record_(std::move(record)) {}
+  const char* what() const noexcept override { return record_->error.what(); }
+  const KeptErrorPtr& record() const { return record_; }
+
+ private:
+  KeptErrorPtr record_;
+};
 
 // Called once on each thread the first time it runs a task, told whether it is a stream
 // worker (else a host thread running the queue in synchronize()). The PyTorch layer sizes the
@@ -48,9 +72,9 @@ class Stream {
   void raise_pending_error();
   // True when every task queued so far has run.
   bool query() const;
-  // A copy of the kept error (the first a task threw since the last sync that raised), if any.
+  // The kept error (the first a task threw since the last sync that raised), or null.
   // Events recorded on this stream carry it to the streams and hosts that wait for them.
-  std::optional<AsyncOpError> kept_error() const;
+  KeptErrorPtr kept_error() const;
 
   int chip_index() const { return chip_index_; }
   int64_t id() const { return id_; }
@@ -98,7 +122,7 @@ class Stream {
 
   mutable std::mutex mutex_;  // guards sleeping/waking, starting the worker, pending_error_
   std::condition_variable work_ready_;
-  std::optional<AsyncOpError> pending_error_;
+  KeptErrorPtr pending_error_;
   std::thread worker_;
 };
 

@@ -137,12 +137,14 @@ TEST(Event, ElapsedTimeRejectsUnusableEvents) {
   EXPECT_GE(timed.elapsed_ms(pending), 0.0);
 }
 
-TEST(Event, FailureOnTheRecordingStreamReachesWaitingStreamsAndHosts) {
+TEST(Event, FailureOnTheRecordingStreamReachesWaitingStreamsOnce) {
   Stream producer(0, 1, 0);
   Stream consumer(0, 2, 0);
   producer.enqueue("test::failing_collective", [] { throw std::runtime_error("peer vanished"); });
   Event done;
   done.record(producer);
+  while (!done.query()) std::this_thread::yield();
+  EXPECT_NE(done.error(), nullptr);  // inspecting does not report it
   done.block(consumer);
   bool consumer_ran_later_work = false;
   consumer.enqueue("test::after", [&] { consumer_ran_later_work = true; });
@@ -155,17 +157,36 @@ TEST(Event, FailureOnTheRecordingStreamReachesWaitingStreamsAndHosts) {
     EXPECT_NE(std::string(error.what()).find("peer vanished"), std::string::npos);
   }
   EXPECT_TRUE(consumer_ran_later_work);  // the stream stays usable
-  EXPECT_THROW(done.synchronize(), AsyncOpError);
-  // Blocking on an already-completed failed mark still hands the error on.
-  done.block(consumer);
-  EXPECT_THROW(consumer.synchronize(), AsyncOpError);
-  EXPECT_THROW(producer.synchronize(), AsyncOpError);
-  // After the producer's sync raised, new marks are clean.
-  Event clean;
-  clean.record(producer);
-  clean.block(consumer);
+  // Reported once: the producer, the event and later marks no longer raise it.
+  done.synchronize();
+  Event later;
+  later.record(producer);
+  later.block(consumer);
   consumer.synchronize();
-  clean.synchronize();
+  // A second failure on the producer, before anyone synced it, is reported too.
+  producer.enqueue("test::second_failure", [] { throw std::runtime_error("again"); });
+  Event second;
+  second.record(producer);
+  second.block(consumer);
+  try {
+    consumer.synchronize();
+    FAIL() << "the second failure should reach the consumer";
+  } catch (const AsyncOpError& error) {
+    EXPECT_EQ(error.op_name(), "test::second_failure");
+  }
+  producer.synchronize();
+}
+
+TEST(Event, HostWaitOnAFailedMarkRaisesItOnce) {
+  Stream producer(0, 1, 0);
+  Stream consumer(0, 2, 0);
+  producer.enqueue("test::failing", [] { throw std::runtime_error("boom"); });
+  Event done;
+  done.record(producer);
+  EXPECT_THROW(done.synchronize(), AsyncOpError);
+  done.block(consumer);  // already reported: nothing to hand on
+  consumer.synchronize();
+  producer.synchronize();
 }
 
 }  // namespace
