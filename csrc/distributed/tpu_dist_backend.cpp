@@ -1,5 +1,6 @@
 #include "distributed/tpu_dist_backend.h"
 
+#include <algorithm>
 #include <initializer_list>
 #include <optional>
 #include <utility>
@@ -38,8 +39,9 @@ bool check_call(const char* op, std::initializer_list<const TensorList*> groups)
                   " needs all tensors to have one dtype, got ", first->scalar_type(), " and ",
                   tensor.scalar_type());
       if (on_tpu(tensor)) {
-        TORCH_CHECK(tensor.is_contiguous() || tensor.is_non_overlapping_and_dense(), "tpu_dist: ",
-                    op, " needs contiguous tensors, got one with sizes ", tensor.sizes(),
+        // As NCCL: dense in some memory format (channels-last is fine); the bytes move as laid out.
+        TORCH_CHECK(tensor.is_contiguous(tensor.suggest_memory_format()), "tpu_dist: ", op,
+                    " needs contiguous tensors, got one with sizes ", tensor.sizes(),
                     " and strides ", tensor.strides());
       }
     }
@@ -76,8 +78,11 @@ bool transport_knows(c10::ScalarType dtype) {
 // kept (all_to_all splits count rows).
 at::Tensor movable(const at::Tensor& view, bool keep_rows = false) {
   if (transport_knows(view.scalar_type())) return view;
-  const at::Tensor flat = keep_rows && view.dim() > 0 ? view.reshape({view.size(0), -1})
-                                                      : view.reshape({-1});
+  // The memory as laid out (dense: checked at issue), never a copy: the transport writes here.
+  const at::Tensor flat = keep_rows && view.dim() > 0
+                              ? view.as_strided({view.size(0), view.numel() / std::max<int64_t>(view.size(0), 1)},
+                                                {view.numel() / std::max<int64_t>(view.size(0), 1), 1})
+                              : view.as_strided({view.numel()}, {1});
   return flat.view(at::kByte);
 }
 
@@ -512,6 +517,10 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall_base(at::Tensor& output,
                 which, " split sizes add up to ", rows, " rows but the tensor has sizes ",
                 tensor.sizes());
   };
+  for (const at::Tensor* tensor : {&input, &output}) {
+    TORCH_CHECK(tensor->is_contiguous(), "tpu_dist: all_to_all_single needs row-major contiguous ",
+                "tensors (splits count rows), got strides ", tensor->strides());
+  }
   check_splits(input_split_sizes, input, "input");
   check_splits(output_split_sizes, output, "output");
   const bool even = input_split_sizes.empty() && output_split_sizes.empty();

@@ -159,3 +159,12 @@ print(moved.device, moved.cpu().tolist(), torch.ones(2).tpu(1).device)
 """
     out = run_python_ok(code, env={"TORCH_TPU_HOST_CHIPS": 2})
     assert out.split("\n")[0] == "tpu:0 [0.0, 2.0, 4.0, 6.0] tpu:1"
+
+
+def test_torchrun_local_world_size_gives_one_chip_per_local_rank():
+    """Under torchrun a process sees one chip per local rank (as a GPU host shows every GPU),
+    so `torch.tpu.set_device(LOCAL_RANK)` works unchanged; TORCH_TPU_HOST_CHIPS still wins."""
+    code = "import torch, torch_tpu; print(torch.tpu.device_count())"
+    assert run_python_ok(code, env={"LOCAL_WORLD_SIZE": 3}).strip() == "3"
+    assert run_python_ok(code, env={"LOCAL_WORLD_SIZE": 3, "TORCH_TPU_HOST_CHIPS": 1}).strip() == "1"
+    assert run_python_ok(code).strip() == "1"
