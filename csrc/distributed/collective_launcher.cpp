@@ -50,14 +50,25 @@ void run_reporting(const std::string& what, Body&& body) {
   }
 }
 
-// Every rank's signature of this call, gathered through the transport.
-std::vector<at::Tensor> exchange(c10d::Backend& transport, const at::Tensor& mine, int size) {
-  std::vector<std::vector<at::Tensor>> gathered(1);
-  for (int rank = 0; rank < size; ++rank) gathered[0].push_back(at::empty_like(mine));
-  std::vector<at::Tensor> input{mine};
-  transport.allgather(gathered, input)->wait();
-  return gathered[0];
-}
+// Every rank's signature of one call, gathered through the agreement group: posted by the
+// host when the call is issued, waited for by the task that runs the call.
+class SignatureExchange {
+ public:
+  SignatureExchange(c10d::Backend& agreement, const CallSignature& mine, int size)
+      : gathered_(1), input_{encode(mine)} {
+    for (int rank = 0; rank < size; ++rank) gathered_[0].push_back(at::empty_like(input_[0]));
+    work_ = agreement.allgather(gathered_, input_);
+  }
+  const std::vector<at::Tensor>& wait() {
+    work_->wait();
+    return gathered_[0];
+  }
+
+ private:
+  std::vector<std::vector<at::Tensor>> gathered_;
+  std::vector<at::Tensor> input_;
+  c10::intrusive_ptr<c10d::Work> work_;
+};
 
 c10::Stream c10_stream(int device, const runtime::Stream& stream) {
   return c10::Stream(c10::Stream::UNSAFE,
@@ -106,9 +117,10 @@ class Posting {
 
 }  // namespace
 
-CollectiveLauncher::CollectiveLauncher(c10::intrusive_ptr<c10d::Backend> transport, int rank,
+CollectiveLauncher::CollectiveLauncher(c10::intrusive_ptr<c10d::Backend> transport,
+                                       c10::intrusive_ptr<c10d::Backend> agreement, int rank,
                                        int size)
-    : transport_(std::move(transport)), rank_(rank), size_(size) {}
+    : transport_(std::move(transport)), agreement_(std::move(agreement)), rank_(rank), size_(size) {}
 
 uint64_t CollectiveLauncher::collectives_launched() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -131,9 +143,12 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
   const at::Tensor& first =
       collective.inputs.empty() ? collective.outputs.front() : collective.inputs.front();
   const int device = first.device().index();
+  std::shared_ptr<SignatureExchange> exchange;
   {
+    // Numbering and posting the exchange under one lock: concurrent callers post in order.
     std::lock_guard<std::mutex> lock(mutex_);
     collective.signature.sequence = ++sequence_;
+    exchange = std::make_shared<SignatureExchange>(*agreement_, collective.signature, size_);
   }
   runtime::Stream& caller = engine::current_stream(device);
   runtime::Stream& communication = communication_stream(device);
@@ -152,12 +167,12 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
       collective.name,
       // The task owns the tensors (so their memory outlives the transport's use of it) and the
       // transport (so a destroyed group's last calls still finish).
-      [transport = transport_, rank = rank_, size = size_, what, signature,
+      [transport = transport_, exchange = std::move(exchange), rank = rank_, what, signature,
        input_snapshots = std::move(input_snapshots), output_snapshots = std::move(output_snapshots),
        run = std::move(collective.run), keep_inputs = collective.inputs,
        keep_outputs = collective.outputs] {
         run_reporting(what, [&] {
-          check_agreement(signature, rank, exchange(*transport, encode(signature), size));
+          check_agreement(signature, rank, exchange->wait());
           std::vector<at::Tensor> inputs = views_of(input_snapshots);
           std::vector<at::Tensor> outputs = views_of(output_snapshots);
           run(*transport, inputs, outputs);

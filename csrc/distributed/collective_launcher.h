@@ -1,9 +1,11 @@
 // How a tpu collective runs on the host runtime, in the order NCCL gives a CUDA collective:
 //  1. a mark on the caller's current stream says where the inputs are ready;
-//  2. the group's communication stream waits for that mark, checks with the other ranks that
-//     they issue the same call (call_signature.h), then runs it through the transport on
-//     zero-copy CPU views of chip memory. This blocks that stream, never the host or the
-//     caller's stream;
+//  2. the group's communication stream waits for that mark, checks that the other ranks issued
+//     the same call (call_signature.h), then runs it through the transport on zero-copy CPU
+//     views of chip memory. This blocks that stream, never the host or the caller's stream.
+//     The ranks exchange call signatures over a second transport group, posted by the host at
+//     issue time: by the time the inputs are ready the check is usually done, so it adds no
+//     latency, and it cannot interleave with the data collectives' own ordering;
 //  3. a mark after it completes the Work: wait() makes the caller's stream wait for that mark.
 // Point-to-point ops are posted in the caller's stream order and complete on the communication
 // stream, so a ring of isend/irecv cannot deadlock behind one another on a serialized stream.
@@ -47,7 +49,9 @@ struct PointToPoint {
 
 class CollectiveLauncher {
  public:
-  CollectiveLauncher(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size);
+  // `agreement` is a second transport group over the same ranks, used only for call signatures.
+  CollectiveLauncher(c10::intrusive_ptr<c10d::Backend> transport,
+                     c10::intrusive_ptr<c10d::Backend> agreement, int rank, int size);
 
   // Queues the call as described above and returns its Work at once (Debug mode: after it ran).
   // Thread-safe; collectives are numbered in the order they are launched.
@@ -62,6 +66,7 @@ class CollectiveLauncher {
   runtime::Stream& communication_stream(int device);
 
   c10::intrusive_ptr<c10d::Backend> transport_;
+  c10::intrusive_ptr<c10d::Backend> agreement_;
   const int rank_;
   const int size_;
   mutable std::mutex mutex_;

@@ -178,11 +178,15 @@ TensorList flatten(const std::vector<TensorList>& lists) {
 
 }  // namespace
 
-TpuDistBackend::TpuDistBackend(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size,
+TpuDistBackend::TpuDistBackend(c10::intrusive_ptr<c10d::Backend> transport,
+                               c10::intrusive_ptr<c10d::Backend> agreement, int rank, int size,
                                std::chrono::milliseconds timeout)
-    : c10d::Backend(rank, size), transport_(std::move(transport)), launcher_(transport_, rank, size) {
-  TORCH_CHECK(transport_, "tpu_dist: a transport backend is required");
-  transport_->setTimeout(timeout);
+    : c10d::Backend(rank, size),
+      transport_(std::move(transport)),
+      agreement_(std::move(agreement)),
+      launcher_(transport_, agreement_, rank, size) {
+  TORCH_CHECK(transport_ && agreement_, "tpu_dist: transport backends are required");
+  setTimeout(timeout);
 }
 
 c10::intrusive_ptr<c10d::Backend::Options> TpuDistBackend::getBackendOptions() {
@@ -195,7 +199,10 @@ c10::intrusive_ptr<c10d::Backend::Options> TpuDistBackend::getBackendOptions() {
   return options;
 }
 
-void TpuDistBackend::setTimeout(std::chrono::milliseconds timeout) { transport_->setTimeout(timeout); }
+void TpuDistBackend::setTimeout(std::chrono::milliseconds timeout) {
+  transport_->setTimeout(timeout);
+  agreement_->setTimeout(timeout);
+}
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::broadcast(TensorList& tensors,
                                                          const c10d::BroadcastOptions& opts) {
@@ -598,8 +605,14 @@ uint64_t TpuDistBackend::getSequenceNumberForGroup() {
   return transport_->getSequenceNumberForGroup();
 }
 
-void TpuDistBackend::abort() { transport_->abort(); }
+void TpuDistBackend::abort() {
+  transport_->abort();
+  agreement_->abort();
+}
 
-void TpuDistBackend::shutdown() { transport_->shutdown(); }
+void TpuDistBackend::shutdown() {
+  transport_->shutdown();
+  agreement_->shutdown();
+}
 
 }  // namespace torch_tpu::distributed

@@ -17,8 +17,10 @@ namespace torch_tpu::distributed {
 
 class TpuDistBackend : public c10d::Backend {
  public:
-  // `transport` is a Gloo backend over the same ranks (made by the Python creator function).
-  TpuDistBackend(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size,
+  // `transport` and `agreement` are two Gloo backends over the same ranks (made by the Python
+  // creator function): the first moves the data, the second only the call signatures.
+  TpuDistBackend(c10::intrusive_ptr<c10d::Backend> transport,
+                 c10::intrusive_ptr<c10d::Backend> agreement, int rank, int size,
                  std::chrono::milliseconds timeout);
 
   const std::string getBackendName() const override { return "tpu_dist"; }
@@ -84,6 +86,7 @@ class TpuDistBackend : public c10d::Backend {
 
  private:
   c10::intrusive_ptr<c10d::Backend> transport_;
+  c10::intrusive_ptr<c10d::Backend> agreement_;
   CollectiveLauncher launcher_;
 };
 

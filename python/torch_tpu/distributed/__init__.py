@@ -19,13 +19,19 @@ BACKEND_NAME = "tpu_dist"
 
 def _create_backend(options, backend_options):
     """``Backend.register_backend`` creator (extended API): one backend for both devices."""
-    # The transport gets its own key space in the group's store.
-    store = dist.PrefixStore("tpu_dist_transport/", options.store)
     timeout = options.timeout
     if not isinstance(timeout, timedelta):
         timeout = timedelta(seconds=float(timeout))
-    transport = dist.ProcessGroupGloo(store, options.group_rank, options.group_size, timeout)
-    return _C._TpuDistBackend(transport, options.group_rank, options.group_size, timeout)
+
+    def gloo_group(name):  # each in its own key space of the group's store
+        store = dist.PrefixStore(f"tpu_dist_{name}/", options.store)
+        return dist.ProcessGroupGloo(store, options.group_rank, options.group_size, timeout)
+
+    # Data moves through one Gloo group; the ranks' call signatures through another.
+    return _C._TpuDistBackend(
+        gloo_group("transport"), gloo_group("agreement"),
+        options.group_rank, options.group_size, timeout,
+    )
 
 
 def _monitored_barrier(group=None, timeout=None, wait_all_ranks=False):
