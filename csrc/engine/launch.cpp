@@ -103,6 +103,7 @@ void launch(int device, const char* op_name, runtime::Task task) {
 
 void sync_stream(runtime::Stream& stream, const char* reason) {
   count_sync(reason);
+  stream.flush(reason);
   translate_errors([&] { blocking_wait([&] { stream.synchronize(); }); });
 }
 
@@ -113,6 +114,7 @@ void sync_current_stream(int device, const char* reason) {
 void sync_device(int device, const char* reason) {
   count_sync(reason);
   runtime::Chip& target = chip(device);
+  target.flush(reason);
   translate_errors([&] { blocking_wait([&] { target.synchronize(); }); });
 }
 

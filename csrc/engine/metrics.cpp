@@ -10,6 +10,7 @@ std::atomic<int64_t> g_ops_launched{0};
 std::mutex g_mutex;
 std::map<std::string, int64_t> g_fallbacks;
 std::map<std::string, int64_t> g_syncs;
+FusionMetrics g_fusion;
 
 }  // namespace
 
@@ -25,12 +26,29 @@ void count_sync(const char* reason) {
   ++g_syncs[reason];
 }
 
+void count_flush(const char* reason, int64_t nodes, bool hit) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_fusion.flushes[reason];
+  ++(hit ? g_fusion.cache_hits : g_fusion.cache_misses);
+  if (!hit) ++g_fusion.programs_planned;
+  g_fusion.nodes_executed += nodes;
+}
+
+void count_program_run(int64_t fused_kernels, int64_t materialized, int64_t avoided) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  ++g_fusion.programs_run;
+  g_fusion.fused_kernels_run += fused_kernels;
+  g_fusion.bytes_materialized += materialized;
+  g_fusion.bytes_avoided += avoided;
+}
+
 MetricsSnapshot metrics_snapshot() {
   MetricsSnapshot snapshot;
   snapshot.ops_launched = g_ops_launched.load();
   std::lock_guard<std::mutex> lock(g_mutex);
   snapshot.fallbacks = g_fallbacks;
   snapshot.syncs = g_syncs;
+  snapshot.fusion = g_fusion;
   return snapshot;
 }
 
@@ -39,6 +57,7 @@ void reset_metrics() {
   std::lock_guard<std::mutex> lock(g_mutex);
   g_fallbacks.clear();
   g_syncs.clear();
+  g_fusion = FusionMetrics{};
 }
 
 }  // namespace torch_tpu::engine

@@ -6,6 +6,8 @@
 
 #include <c10/util/Exception.h>
 
+#include "runtime/stream.h"
+
 namespace torch_tpu::engine {
 namespace {
 
@@ -15,23 +17,17 @@ bool env_is_one(const char* name) {
 }
 
 ExecutionMode mode_from_env() {
-  if (const char* value = std::getenv("TORCH_TPU_MODE"); value && *value) {
-    if (std::strcmp(value, "fused") == 0 || std::strcmp(value, "defer_and_fuse") == 0) {
-      TORCH_WARN("TORCH_TPU_MODE=", value, ": DeferAndFuse is not supported on tpu yet; "
-                 "running in strict mode");
-      return ExecutionMode::kStrict;
-    }
-    return parse_mode(value);
-  }
-  if (env_is_one("TPU_DEFER_AND_FUSE")) {
-    TORCH_WARN("TPU_DEFER_AND_FUSE=1: DeferAndFuse is not supported on tpu yet; running in "
-               "strict mode");
-  }
+  if (const char* value = std::getenv("TORCH_TPU_MODE"); value && *value) return parse_mode(value);
+  if (env_is_one("TPU_DEFER_AND_FUSE")) return ExecutionMode::kFused;
   return env_is_one("TPU_LAUNCH_BLOCKING") ? ExecutionMode::kDebug : ExecutionMode::kStrict;
 }
 
 std::atomic<ExecutionMode>& mode_slot() {
-  static std::atomic<ExecutionMode> mode{mode_from_env()};
+  static std::atomic<ExecutionMode> mode{[] {
+    const ExecutionMode initial = mode_from_env();
+    runtime::set_deferral(initial == ExecutionMode::kFused);
+    return initial;
+  }()};
   return mode;
 }
 
@@ -43,21 +39,26 @@ std::atomic<bool>& check_nans_slot() {
 }  // namespace
 
 ExecutionMode current_mode() { return mode_slot().load(std::memory_order_relaxed); }
-void set_mode(ExecutionMode mode) { mode_slot().store(mode); }
+void set_mode(ExecutionMode mode) {
+  mode_slot().store(mode);
+  runtime::set_deferral(mode == ExecutionMode::kFused);
+}
 
 std::string mode_name(ExecutionMode mode) {
-  return mode == ExecutionMode::kDebug ? "debug" : "strict";
+  switch (mode) {
+    case ExecutionMode::kDebug: return "debug";
+    case ExecutionMode::kFused: return "fused";
+    case ExecutionMode::kStrict: break;
+  }
+  return "strict";
 }
 
 ExecutionMode parse_mode(const std::string& name) {
   if (name == "strict") return ExecutionMode::kStrict;
   if (name == "debug") return ExecutionMode::kDebug;
-  if (name == "fused" || name == "defer_and_fuse") {
-    TORCH_CHECK_NOT_IMPLEMENTED(false, "not supported on tpu yet: execution mode '", name,
-                                "' (DeferAndFuse); use 'strict' or 'debug'");
-  }
+  if (name == "fused" || name == "defer_and_fuse") return ExecutionMode::kFused;
   TORCH_CHECK_VALUE(false, "unknown tpu execution mode '", name,
-                    "': expected 'strict' or 'debug'");
+                    "': expected 'strict', 'debug' or 'fused'");
 }
 
 bool check_nans_enabled() { return check_nans_slot().load(std::memory_order_relaxed); }

@@ -1,18 +1,22 @@
 // Execution modes (DESIGN §1): Strict runs ops asynchronously on the chip's queue; Debug waits
-// for each op, so errors surface at the op that caused them (and NaN/Inf checks can run).
+// for each op, so errors surface at the op that caused them (and NaN/Inf checks can run);
+// Fused (DeferAndFuse) records ops on each stream until a sync point flushes them as a program
+// (runtime/stream.h deferral, engine/program.h).
 #pragma once
 
 #include <string>
 
 namespace torch_tpu::engine {
 
-enum class ExecutionMode { kStrict = 0, kDebug = 1 };
+enum class ExecutionMode { kStrict = 0, kDebug = 1, kFused = 2 };
 
-// Process-wide mode. The first call reads TORCH_TPU_MODE (strict|debug), then
-// TPU_LAUNCH_BLOCKING=1 (-> debug). Thread-safe.
+// Process-wide mode. The first call reads TORCH_TPU_MODE (strict|debug|fused), then
+// TPU_DEFER_AND_FUSE=1 (-> fused) and TPU_LAUNCH_BLOCKING=1 (-> debug). Thread-safe. Callers
+// of set_mode synchronize the chips first (pending work belongs to the old mode).
 ExecutionMode current_mode();
 void set_mode(ExecutionMode mode);
-// "strict" / "debug"; parse_mode throws c10::ValueError naming the accepted values.
+// "strict" / "debug" / "fused" ("defer_and_fuse" is accepted too); parse_mode throws
+// c10::ValueError naming the accepted values.
 std::string mode_name(ExecutionMode mode);
 ExecutionMode parse_mode(const std::string& name);
 

@@ -152,8 +152,11 @@ CapturedArgs capture_args(const torch::jit::Stack& args) {
 
 namespace {
 
-at::Tensor rebuild(const CapturedArgs::Tensor& element, std::vector<QueuedView>& views) {
+at::Tensor rebuild(const CapturedArgs::Tensor& element, size_t index,
+                   std::vector<QueuedView>& views,
+                   const std::function<at::Tensor(size_t)>* view_of) {
   if (!element.snapshot.defined()) return element.host;
+  if (view_of != nullptr) return (*view_of)(index);
   at::Tensor view = element.snapshot.cpu_view();
   views.emplace_back(&element.snapshot, view);
   return view;
@@ -161,30 +164,33 @@ at::Tensor rebuild(const CapturedArgs::Tensor& element, std::vector<QueuedView>&
 
 }  // namespace
 
-torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>& views) {
+torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>& views,
+                           const std::function<at::Tensor(size_t)>* view_of) {
+  const auto rebuild_at = [&](size_t index) {
+    return rebuild(captured.tensors[index], index, views, view_of);
+  };
   torch::jit::Stack stack;
   stack.reserve(captured.args.size());
   views.reserve(captured.tensors.size());
   for (const CapturedArgs::Arg& slot : captured.args) {
-    const auto* elements = captured.tensors.data() + slot.first_tensor;
     switch (slot.kind) {
       case CapturedArgs::Arg::Kind::kValue:
         stack.push_back(slot.value);
         break;
       case CapturedArgs::Arg::Kind::kTensor:
-        stack.push_back(rebuild(elements[0], views));
+        stack.push_back(rebuild_at(slot.first_tensor));
         break;
       case CapturedArgs::Arg::Kind::kTensorList: {
         c10::List<at::Tensor> list;
         list.reserve(slot.tensor_count);
-        for (uint32_t i = 0; i < slot.tensor_count; ++i) list.push_back(rebuild(elements[i], views));
+        for (uint32_t i = 0; i < slot.tensor_count; ++i) list.push_back(rebuild_at(slot.first_tensor + i));
         stack.push_back(std::move(list));
         break;
       }
       case CapturedArgs::Arg::Kind::kOptionalTensorList: {
         c10::List<std::optional<at::Tensor>> list;
         for (uint32_t i = 0; i < slot.tensor_count; ++i) {
-          at::Tensor tensor = rebuild(elements[i], views);
+          at::Tensor tensor = rebuild_at(slot.first_tensor + i);
           list.push_back(tensor.defined() ? std::optional<at::Tensor>(std::move(tensor))
                                           : std::nullopt);
         }

@@ -3,6 +3,7 @@
 // (zero-copy views of chip memory) where the op runs.
 #pragma once
 
+#include <functional>
 #include <unordered_map>
 #include <vector>
 
@@ -53,8 +54,10 @@ CapturedArgs capture_args(const torch::jit::Stack& args);
 using QueuedView = std::pair<const executors::host::TensorSnapshot*, at::Tensor>;
 
 // Rebuilds the CPU argument stack from captured args (call where the op runs); every view made
-// is appended to `views`.
-torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>& views);
+// is appended to `views`. With `view_of`, tpu tensor i of `captured.tensors` becomes
+// `view_of(i)` instead of its full view (the fused loop engine's chunk views).
+torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>& views,
+                           const std::function<at::Tensor(size_t)>* view_of = nullptr);
 
 // A CPU view made now from a live tpu tensor, for the synchronous fallback.
 struct LiveView {

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "privateuse1/cpu_output_rules.h"
+#include "privateuse1/fusible_ops.h"
 #include "privateuse1/out_variants.h"
 
 namespace torch_tpu::privateuse1 {
@@ -62,6 +63,10 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
   const std::string& name = schema.name();
   plan->scalar_values_shape_outputs = name == "aten::arange" || name == "aten::range" ||
                                       name == "aten::linspace" || name == "aten::logspace";
+  plan->pointwise = is_pointwise_op(name) && plan->generator_args.empty();
+  for (const auto& arg : args) {
+    plan->written_args.push_back(arg.alias_info() != nullptr && arg.alias_info()->isWrite());
+  }
   plan->accepts_cpu_tensors = name == "aten::index" || name == "aten::index_put_" ||
                               name == "aten::_index_put_impl_" || name == "aten::index_put";
   return plan;

@@ -30,6 +30,10 @@ struct OpPlan {
   std::vector<bool> scalar_args;
   bool scalar_values_shape_outputs = false;
   bool accepts_cpu_tensors = false;  // indexing ops take CPU index tensors, as on CUDA
+  // Fused mode: a pointwise op (outputs elementwise in its broadcast inputs, no randomness),
+  // which the fused loop engine may run in chunks (privateuse1/fusible_ops.h).
+  bool pointwise = false;
+  std::vector<bool> written_args;  // per argument: the op writes it (in-place / out=)
 };
 
 // The cached plan of `op` (thread-safe; the reference stays valid).

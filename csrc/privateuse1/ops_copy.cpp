@@ -8,6 +8,7 @@
 #include <torch/library.h>
 
 #include "engine/launch.h"
+#include "engine/program.h"
 #include "runtime/event.h"
 #include "executors/host/tensor_snapshot.h"
 #include "privateuse1/host_allocator.h"
@@ -31,14 +32,18 @@ void copy_host_to_chip(const at::Tensor& src, const at::Tensor& dst, bool non_bl
   // touch it); anything else is staged now so the caller may reuse its memory immediately.
   const at::Tensor source = non_blocking && is_pinned(src) ? src : src.clone();
   const TensorSnapshot target(dst);
-  engine::launch(dst.device().index(), "aten::copy_ (host to tpu)",
-                 [target, source] { target.cpu_view().copy_(source); });
+  constexpr const char* kName = "aten::copy_ (host to tpu)";
+  engine::launch_described(dst.device().index(), kName,
+                           [target, source] { target.cpu_view().copy_(source); },
+                           engine::describe_storages(kName, {{&dst, true}}));
 }
 
 void copy_chip_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   const TensorSnapshot source(src);
-  engine::launch(src.device().index(), "aten::copy_ (tpu to host)",
-                 [source, dst] { dst.copy_(source.cpu_view()); });
+  constexpr const char* kName = "aten::copy_ (tpu to host)";
+  engine::launch_described(src.device().index(), kName,
+                           [source, dst] { dst.copy_(source.cpu_view()); },
+                           engine::describe_storages(kName, {{&src, false}}));
   if (!(non_blocking && is_pinned(dst))) {
     engine::sync_current_stream(src.device().index(), "copy_to_host");
   }
@@ -52,8 +57,10 @@ void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
     // Different chips have different queues: let the source chip finish writing first.
     engine::sync_current_stream(src.device().index(), "cross_chip_copy");
   }
-  engine::launch(dst.device().index(), "aten::copy_ (tpu to tpu)",
-                 [source, target] { target.cpu_view().copy_(source.cpu_view()); });
+  constexpr const char* kName = "aten::copy_ (tpu to tpu)";
+  engine::launch_described(dst.device().index(), kName,
+                           [source, target] { target.cpu_view().copy_(source.cpu_view()); },
+                           engine::describe_storages(kName, {{&src, false}, {&dst, true}}));
   if (cross_chip) {
     // The source's block may be freed and reused on its own chip's queue at once: that queue
     // must wait until the copy on the other chip has read it.

@@ -16,11 +16,14 @@
 #include "engine/launch.h"
 #include "engine/metrics.h"
 #include "engine/mode.h"
+#include "engine/program.h"
 #include "privateuse1/boxed_args.h"
 #include "privateuse1/cpu_output_rules.h"
+#include "privateuse1/fusible_ops.h"
 #include "privateuse1/generator.h"
 #include "privateuse1/generic_kernel.h"
 #include "privateuse1/op_plan.h"
+#include "privateuse1/queued_op.h"
 #include "privateuse1/shape_cache.h"
 #include "privateuse1/storage_resize.h"
 
@@ -28,53 +31,6 @@ namespace torch_tpu::privateuse1 {
 namespace {
 
 using TensorMap = std::unordered_map<const c10::TensorImpl*, at::Tensor>;
-const c10::DispatchKeySet kCpuKeys(c10::DispatchKey::CPU);
-
-// Runs a boxed op on CPU arguments, below autograd (the tpu op already recorded autograd).
-void call_cpu(const c10::OperatorHandle& op, torch::jit::Stack& stack) {
-  const at::AutoDispatchBelowADInplaceOrView below_autograd;
-  op.redispatchBoxed(kCpuKeys, &stack);
-}
-
-// An op queued on a chip: the CPU kernel to run, its captured arguments, and the fresh outputs
-// it writes (through an out= overload, or by copying in the kernel's results).
-struct QueuedOp {
-  c10::OperatorHandle cpu_op;
-  CapturedArgs captured;
-  c10::SmallVector<executors::host::TensorSnapshot, 2> targets;
-  // Without the out= overload: per returned tensor (lists flattened), whether it is fresh and
-  // so copied into the next target (others are the op's own arguments or views of them).
-  c10::SmallVector<bool, 4> fresh_returns;
-  bool use_out_variant;
-};
-
-void run_queued_unchecked(const QueuedOp& queued) {
-  std::vector<QueuedView> views;
-  torch::jit::Stack cpu_stack = cpu_args(queued.captured, views);
-  if (queued.use_out_variant) {
-    cpu_stack.reserve(cpu_stack.size() + queued.targets.size());
-    views.reserve(views.size() + queued.targets.size());
-    for (const auto& target : queued.targets) {
-      cpu_stack.push_back(target.cpu_view());
-      views.emplace_back(&target, cpu_stack.back().toTensor());
-    }
-  }
-  call_cpu(queued.cpu_op, cpu_stack);
-  for (const auto& [snapshot, view] : views) snapshot->write_back_if_moved(view);
-  if (queued.use_out_variant || queued.targets.empty()) return;
-  size_t position = 0;
-  size_t next_target = 0;
-  const auto copy_if_fresh = [&](const at::Tensor& result) {
-    if (queued.fresh_returns[position++]) queued.targets[next_target++].cpu_view().copy_(result);
-  };
-  for (const c10::IValue& value : cpu_stack) {
-    if (value.isTensorList()) {
-      for (const at::Tensor& tensor : value.toTensorList()) copy_if_fresh(tensor);
-    } else if (value.isTensor() || value.isNone()) {
-      copy_if_fresh(value.isTensor() ? value.toTensor() : at::Tensor());
-    }
-  }
-}
 
 // The argument index whose alias set the return `ret` shares (a view return), or -1.
 int aliased_argument(const c10::FunctionSchema& schema, const c10::Argument& ret) {
@@ -192,16 +148,6 @@ void check_finite(const std::string& op_name, const std::vector<at::Tensor>& out
     const at::Tensor view = executors::host::cpu_view_now(output);
     TORCH_CHECK(at::isfinite(view).all().item<bool>(), "tpu debug check: op '", op_name,
                 "' produced NaN or Inf in output ", i);
-  }
-}
-
-// Runs on the chip's queue. Errors keep PyTorch's message without the C++ backtrace: they
-// reach Python users at a later sync, where a backtrace of the worker thread only confuses.
-void run_queued(const QueuedOp& queued) {
-  try {
-    run_queued_unchecked(queued);
-  } catch (const c10::Error& error) {
-    throw std::runtime_error(error.what_without_backtrace());
   }
 }
 
@@ -360,6 +306,9 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   // Output shapes, dtypes and strides: from the cache, or from the Meta kernel (which also
   // checks the arguments) without touching data.
   CallSignature signature = call_signature(plan, args);
+  const bool fused = engine::current_mode() == engine::ExecutionMode::kFused;
+  // Fused mode keys its program cache on the same structure (engine/program.h).
+  std::vector<int64_t> structure = fused ? signature : std::vector<int64_t>{};
   SharedOutputSpecs specs = lookup_output_specs(signature);
   const auto needs_data = [](const OutputSpecs& found) {
     return found.size() == 1 && found.front().kind == ReturnSpec::Kind::kSyncFallback;
@@ -410,11 +359,19 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   const bool use_out_variant = !plan.mutates_args && plan.out_variant.has_value() &&
                                targets.size() == returns.size();
   const c10::OperatorHandle cpu_op = use_out_variant ? *plan.out_variant : op;
-  engine::launch(device.index(), plan.name.c_str(),
-                 [queued = QueuedOp{cpu_op, std::move(captured), std::move(targets),
-                                    std::move(fresh_returns), use_out_variant}] {
-                   run_queued(queued);
-                 });
+  if (fused) {
+    auto queued = std::make_shared<const QueuedOp>(QueuedOp{
+        cpu_op, std::move(captured), std::move(targets), std::move(fresh_returns), use_out_variant});
+    auto description = describe_op(plan, args, outputs, fresh, queued, std::move(structure));
+    engine::launch_described(device.index(), plan.name.c_str(),
+                             [queued] { run_queued(*queued); }, std::move(description));
+  } else {
+    engine::launch(device.index(), plan.name.c_str(),
+                   [queued = QueuedOp{cpu_op, std::move(captured), std::move(targets),
+                                      std::move(fresh_returns), use_out_variant}] {
+                     run_queued(queued);
+                   });
+  }
   if (engine::current_mode() == engine::ExecutionMode::kDebug && engine::check_nans_enabled()) {
     check_finite(plan.name, outputs);
   }

@@ -1,4 +1,4 @@
-// torch_tpu.metrics(): ops launched, CPU fallbacks by op, syncs by reason.
+// torch_tpu.metrics(): ops launched, CPU fallbacks by op, syncs by reason, fused mode's counters.
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -22,6 +22,18 @@ void init_metrics(py::module_& m) {
     shape_cache["misses"] = cache.misses;
     shape_cache["entries"] = cache.entries;
     result["shape_cache"] = shape_cache;
+    const engine::FusionMetrics& fusion = snapshot.fusion;
+    py::dict fused;
+    fused["flushes"] = fusion.flushes;
+    fused["programs_planned"] = fusion.programs_planned;
+    fused["cache_hits"] = fusion.cache_hits;
+    fused["cache_misses"] = fusion.cache_misses;
+    fused["programs_run"] = fusion.programs_run;
+    fused["fused_kernels_run"] = fusion.fused_kernels_run;
+    fused["nodes_executed"] = fusion.nodes_executed;
+    fused["bytes_materialized"] = fusion.bytes_materialized;
+    fused["bytes_avoided"] = fusion.bytes_avoided;
+    result["fusion"] = fused;
     return result;
   });
   m.def("_reset_metrics", [] {

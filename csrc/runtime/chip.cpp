@@ -111,6 +111,17 @@ Stream& Chip::pool_stream(bool high_priority) {
   return stream(offset + static_cast<int64_t>(turn % kStreamsPerPool));
 }
 
+void Chip::flush(const char* reason) {
+  std::vector<Stream*> created;
+  {
+    std::lock_guard<std::mutex> lock(streams_mutex_);
+    for (auto& stream : streams_) {
+      if (stream) created.push_back(stream.get());
+    }
+  }
+  for (Stream* stream : created) stream->flush(reason);
+}
+
 void Chip::synchronize() {
   std::vector<Stream*> created;
   {

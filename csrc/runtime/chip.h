@@ -38,6 +38,8 @@ class Chip {
 
   // Waits for every stream of the chip, then raises the first kept async error.
   void synchronize();
+  // Flushes every stream's deferred tasks (DeferAndFuse), saying why.
+  void flush(const char* reason);
 
  private:
   const int index_;

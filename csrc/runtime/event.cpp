@@ -7,6 +7,7 @@ namespace torch_tpu::runtime {
 void Event::record(Stream& stream) {
   // A fresh state per record: streams still waiting on the previous mark keep their own copy.
   auto state = std::make_shared<State>();
+  state->stream = &stream;
   state_ = state;
   stream.enqueue("tpu::event_record", [state, &stream] {
     KeptErrorPtr error = stream.kept_error();
@@ -20,8 +21,13 @@ void Event::record(Stream& stream) {
   });
 }
 
+void Event::flush_recording_stream(const char* reason) const {
+  if (state_ && state_->stream) state_->stream->flush(reason);
+}
+
 void Event::block(Stream& stream) const {
   if (!state_) return;
+  if (state_->stream != &stream) flush_recording_stream("cross_stream_wait");
   {
     // Nothing to wait for or hand on: keep the stream's queue short.
     std::lock_guard<std::mutex> lock(state_->mutex);
@@ -48,6 +54,7 @@ bool Event::query() const {
 
 void Event::synchronize() const {
   if (!state_) return;
+  flush_recording_stream("event_synchronize");
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->done_cv.wait(lock, [&] { return state_->done; });
   if (state_->error && state_->error->claim()) throw state_->error->error;

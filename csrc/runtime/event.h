@@ -22,12 +22,17 @@ class Event {
 
   // Marks the current end of `stream`'s queue. Re-recording replaces the previous mark.
   void record(Stream& stream);
+  // Flushes the recording stream's deferred tasks (DeferAndFuse), so the mark gets to run.
+  // query() does not flush (the caching allocator polls marks); user-facing queries call this.
+  void flush_recording_stream(const char* reason) const;
   // Makes `stream` wait (without blocking the host) until the recorded mark has run; if the
-  // mark carries an error, `stream` keeps it as its own. No-op if never recorded.
+  // mark carries an error, `stream` keeps it as its own. No-op if never recorded. Flushes the
+  // recording stream first.
   void block(Stream& stream) const;
   // True once the recorded mark has run (or if never recorded).
   bool query() const;
-  // Blocks the host until the recorded mark has run; throws the error it carries (AsyncOpError).
+  // Flushes the recording stream, blocks the host until the recorded mark has run, and throws
+  // the error it carries (AsyncOpError) unless already reported.
   void synchronize() const;
   // Milliseconds from this event's mark to `end`'s; both must be recorded, completed and timed.
   double elapsed_ms(const Event& end) const;
@@ -45,6 +50,7 @@ class Event {
     bool done = false;
     std::chrono::steady_clock::time_point time;
     KeptErrorPtr error;  // the recording stream's kept error at the mark, or null
+    Stream* stream = nullptr;  // the recording stream (streams outlive events' use of them)
   };
   bool enable_timing_;
   std::shared_ptr<State> state_;

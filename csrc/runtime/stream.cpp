@@ -42,12 +42,17 @@ bool spin_until(Ready ready, Clock::duration budget) {
 }
 
 std::atomic<ExecutorThreadHook> g_executor_thread_hook{nullptr};
+std::atomic<Planner> g_planner{nullptr};
+std::atomic<bool> g_deferral{false};
 thread_local bool t_is_stream_worker = false;
 thread_local bool t_executor_prepared = false;
 
 }  // namespace
 
 void set_executor_thread_hook(ExecutorThreadHook hook) { g_executor_thread_hook.store(hook); }
+void set_planner(Planner planner) { g_planner.store(planner); }
+void set_deferral(bool enabled) { g_deferral.store(enabled); }
+bool deferral_enabled() { return g_deferral.load(std::memory_order_relaxed); }
 
 Stream::Stream(int chip_index, int64_t id, int priority)
     : chip_index_(chip_index), id_(id), priority_(priority), head_(new Node), tail_(head_) {}
@@ -64,7 +69,42 @@ Stream::~Stream() {
   delete head_;
 }
 
-void Stream::enqueue(const char* op_name, Task task) {
+void Stream::enqueue(const char* op_name, Task task, std::shared_ptr<const void> description) {
+  if (deferral_enabled()) {
+    bool full = false;
+    {
+      std::lock_guard<std::mutex> lock(pending_mutex_);
+      pending_.push_back(PendingTask{op_name, std::move(task), std::move(description)});
+      has_pending_.store(true, std::memory_order_release);
+      full = pending_.size() >= kMaxPendingTasks;
+    }
+    if (full) flush("size_bound");
+    return;
+  }
+  queue(op_name, std::move(task));
+}
+
+bool Stream::has_pending() const { return has_pending_.load(std::memory_order_acquire); }
+
+void Stream::flush(const char* reason) {
+  if (!has_pending()) return;
+  std::lock_guard<std::mutex> lock(pending_mutex_);
+  if (pending_.empty()) return;
+  std::vector<PendingTask> pending;
+  pending.swap(pending_);
+  has_pending_.store(false, std::memory_order_release);
+  const Planner planner = g_planner.load();
+  if (planner == nullptr) {
+    for (PendingTask& task : pending) queue(task.op_name, std::move(task.task));
+    return;
+  }
+  // Queued under the lock: a concurrent flush cannot overtake this one.
+  for (PlannedTask& planned : planner(*this, std::move(pending), reason)) {
+    queue(planned.op_name, std::move(planned.task));
+  }
+}
+
+void Stream::queue(const char* op_name, Task task) {
   if (!worker_started_.load(std::memory_order_acquire)) start_worker();
   auto* node = new Node;
   node->op_name = op_name;
@@ -91,6 +131,7 @@ void Stream::start_worker() {
 }
 
 void Stream::synchronize() {
+  flush("synchronize");
   const uint64_t target = enqueued_.load(std::memory_order_acquire);
   const auto done = [&] { return completed_.load(std::memory_order_acquire) >= target; };
   // A running worker finishes tiny ops faster than a futex round trip: spin a little before
@@ -211,6 +252,10 @@ void Stream::run(Node& node) {
     // Another stream's failure, handed on through an event: keep naming the op that failed.
     failed = true;
     forwarded = e.record();
+  } catch (const AsyncOpError& e) {
+    // Named by the task itself (a node of a program).
+    failed = true;
+    forwarded = std::make_shared<KeptError>(e);
   } catch (const std::exception& e) {
     failed = true;
     message = e.what();

@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "runtime/status.h"
 
@@ -45,6 +46,33 @@ class ForwardedError : public std::exception {
   KeptErrorPtr record_;
 };
 
+class Stream;
+
+// Deferred execution (DeferAndFuse, DESIGN §4). While deferral is on (process-wide), enqueue()
+// keeps tasks in the stream's pending list instead of queueing them. flush() hands the pending
+// tasks to the installed planner, which returns what to queue in their place (programs: fused
+// and cached), and queues that. Sync points flush first, and so does waiting on an event of a
+// stream with pending tasks, so deferred work always gets to run.
+struct PendingTask {
+  const char* op_name = nullptr;
+  Task task;
+  std::shared_ptr<const void> description;  // what a planner may fuse; null: opaque
+};
+struct PlannedTask {
+  const char* op_name = nullptr;
+  Task task;
+};
+// Turns a stream's pending tasks (in order) into the tasks to queue. `reason` says what
+// flushed them. Called on the flushing thread with the stream's pending list locked: it must
+// not enqueue onto, flush or synchronize `stream`.
+using Planner = std::vector<PlannedTask> (*)(Stream& stream, std::vector<PendingTask>&& pending,
+                                             const char* reason);
+void set_planner(Planner planner);
+void set_deferral(bool enabled);
+bool deferral_enabled();
+// Pending tasks past this many flush ("size_bound"): a program never grows without limit.
+constexpr size_t kMaxPendingTasks = 4096;
+
 // Called once on each thread the first time it runs a task, told whether it is a stream
 // worker (else a host thread running the queue in synchronize()). The PyTorch layer sizes the
 // thread's intra-op parallelism there. Set once, before any stream starts.
@@ -61,12 +89,17 @@ class Stream {
 
   // Queues `task` after everything queued before it and returns at once (thread-safe).
   // `op_name` must outlive the task (use an interned name); it names the op if the task throws.
-  // The worker keeps the first exception a task throws and keeps running later tasks.
-  void enqueue(const char* op_name, Task task);
+  // The worker keeps the first exception a task throws and keeps running later tasks. A task
+  // that throws AsyncOpError names its op itself (a program's node). While deferral is on, the
+  // task (with its `description`, for the planner) waits in the pending list instead.
+  void enqueue(const char* op_name, Task task, std::shared_ptr<const void> description = nullptr);
+  // Plans and queues the pending tasks, if any. `reason` (interned) goes to the planner.
+  void flush(const char* reason);
+  bool has_pending() const;
 
-  // Returns once every task queued so far has run (running queued tasks on the calling thread
-  // while the worker is not), then raises (and clears) the first error a task threw since the
-  // last sync, as AsyncOpError.
+  // Flushes, then returns once every task queued so far has run (running queued tasks on the
+  // calling thread while the worker is not), then raises (and clears) the first error a task
+  // threw since the last sync, as AsyncOpError.
   void synchronize();
   // Raises (and clears) a kept error without waiting.
   void raise_pending_error();
@@ -91,6 +124,7 @@ class Stream {
     const char* op_name = nullptr;
     Task task;
   };
+  void queue(const char* op_name, Task task);
   void run_worker();
   // Sleeps until work arrives (or stopping); returns false when the worker should exit.
   bool wait_for_work();
@@ -119,6 +153,10 @@ class Stream {
   std::atomic<bool> worker_sleeping_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> worker_started_{false};
+
+  mutable std::mutex pending_mutex_;  // guards pending_; held while a flush plans and queues
+  std::vector<PendingTask> pending_;
+  std::atomic<bool> has_pending_{false};
 
   mutable std::mutex mutex_;  // guards sleeping/waking, starting the worker, pending_error_
   std::condition_variable work_ready_;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -182,6 +183,75 @@ TEST(Stream, ManyShortSynchronizedRoundTrips) {
     stream.enqueue("test::inc", [&value] { ++value; });
     stream.synchronize();
     ASSERT_EQ(value, i + 1);
+  }
+}
+
+// Turns on deferral for one test, with a planner that records what it was given.
+class DeferralTest : public ::testing::Test {
+ protected:
+  static inline std::vector<std::string> reasons;
+  static inline std::vector<size_t> batch_sizes;
+  static inline int described = 0;
+  void SetUp() override {
+    reasons.clear();
+    batch_sizes.clear();
+    described = 0;
+    set_planner([](Stream&, std::vector<PendingTask>&& pending, const char* reason) {
+      reasons.emplace_back(reason);
+      batch_sizes.push_back(pending.size());
+      // One program running every pending task in order.
+      std::vector<PlannedTask> planned;
+      auto tasks = std::make_shared<std::vector<PendingTask>>(std::move(pending));
+      for (const PendingTask& task : *tasks) described += task.description != nullptr;
+      planned.push_back({"test::program", [tasks] {
+                           for (PendingTask& task : *tasks) task.task();
+                         }});
+      return planned;
+    });
+    set_deferral(true);
+  }
+  void TearDown() override {
+    set_deferral(false);
+    set_planner(nullptr);
+  }
+};
+
+TEST_F(DeferralTest, TasksWaitUntilAFlushPlansThemAsOneProgram) {
+  Stream stream(0, 0, 0);
+  std::vector<int> seen;
+  stream.enqueue("test::a", [&] { seen.push_back(1); });
+  stream.enqueue("test::b", [&] { seen.push_back(2); }, std::make_shared<int>(7));
+  std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  EXPECT_TRUE(seen.empty());  // deferred: nothing ran
+  EXPECT_TRUE(stream.has_pending());
+  stream.flush("test_reason");
+  stream.synchronize();
+  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
+  EXPECT_EQ(reasons, (std::vector<std::string>{"test_reason"}));
+  EXPECT_EQ(batch_sizes, (std::vector<size_t>{2}));
+  EXPECT_EQ(described, 1);
+  EXPECT_FALSE(stream.has_pending());
+}
+
+TEST_F(DeferralTest, SynchronizeFlushesAndTheSizeBoundFlushesOnItsOwn) {
+  Stream stream(0, 0, 0);
+  int count = 0;
+  for (size_t i = 0; i < kMaxPendingTasks + 3; ++i) stream.enqueue("test::inc", [&] { ++count; });
+  ASSERT_EQ(reasons.size(), 1u);
+  EXPECT_EQ(reasons[0], "size_bound");
+  stream.synchronize();
+  EXPECT_EQ(count, static_cast<int>(kMaxPendingTasks + 3));
+  EXPECT_EQ(reasons.back(), "synchronize");
+}
+
+TEST_F(DeferralTest, AProgramNodeNamesItsOwnOpWhenItFails) {
+  Stream stream(0, 0, 0);
+  stream.enqueue("test::node", [] { throw AsyncOpError("aten::mul", "bad input"); });
+  try {
+    stream.synchronize();
+    FAIL() << "expected the node's error";
+  } catch (const AsyncOpError& error) {
+    EXPECT_EQ(error.op_name(), "aten::mul");
   }
 }
 

@@ -14,7 +14,7 @@ import sys
 import pytest
 import torch
 
-MODES = ["strict", "debug"]
+MODES = ["strict", "debug", "fused"]
 
 # A hung test (e.g. a deadlock between the host and a chip's queue) aborts the run with every
 # thread's Python stack instead of stalling CI forever. Far above any test's normal duration.

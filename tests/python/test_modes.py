@@ -1,6 +1,6 @@
-"""Execution modes (Strict: asynchronous; Debug: each op finishes before it returns), their
-selection by API and environment, NaN/Inf checks, asynchronous error reporting, and the
-metrics that prove what ran."""
+"""Execution modes (Strict: asynchronous; Debug: each op finishes before it returns; Fused:
+ops recorded and flushed as programs), their selection by API and environment, NaN/Inf
+checks, asynchronous error reporting, and the metrics that prove what ran."""
 
 import pytest
 import torch
@@ -39,25 +39,31 @@ def test_mode_context_manager_restores_even_on_error():
 
 
 def test_unknown_mode_is_a_value_error():
-    with pytest.raises(ValueError, match="unknown tpu execution mode 'turbo'.*'strict' or 'debug'"):
+    with pytest.raises(ValueError, match="unknown tpu execution mode 'turbo'.*'strict', 'debug' or 'fused'"):
         torch_tpu.set_mode("turbo")
     assert torch_tpu.get_mode() == "strict"
 
 
-def test_fused_mode_is_not_implemented_yet():
-    with pytest.raises(NotImplementedError, match="not supported on tpu yet"):
-        torch_tpu.set_mode("fused")
-    with pytest.raises(NotImplementedError, match="not supported on tpu yet"):
-        with torch_tpu.mode("fused"):
-            pass
+def test_fused_mode_by_api_and_context_manager_flushes_when_switching():
+    x = torch.ones(4, device="tpu")
+    with torch_tpu.mode("fused"):
+        assert torch_tpu.get_mode() == "fused"
+        pending = x * 3  # recorded, not run
+    # Leaving the mode flushed the pending work: strict sees the value.
     assert torch_tpu.get_mode() == "strict"
+    assert_tpu_close(pending, torch.full((4,), 3.0))
+    torch_tpu.set_mode("defer_and_fuse")  # Google's name for the mode
+    assert torch_tpu.get_mode() == "fused"
 
 
 @pytest.mark.parametrize("env,expected", [
     ({}, "strict"),
     ({"TORCH_TPU_MODE": "debug"}, "debug"),
     ({"TPU_LAUNCH_BLOCKING": "1"}, "debug"),
-], ids=["default", "TORCH_TPU_MODE", "TPU_LAUNCH_BLOCKING"])
+    ({"TORCH_TPU_MODE": "fused"}, "fused"),
+    ({"TPU_DEFER_AND_FUSE": "1"}, "fused"),
+], ids=["default", "TORCH_TPU_MODE", "TPU_LAUNCH_BLOCKING", "TORCH_TPU_MODE_fused",
+        "TPU_DEFER_AND_FUSE"])
 def test_mode_from_environment(env, expected):
     code = """
 import torch, torch_tpu

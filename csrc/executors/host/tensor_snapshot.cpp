@@ -16,10 +16,8 @@ void* host_address(const void* device_address) {
   return chip->memory().host_address(address);
 }
 
-namespace {
-
-at::Tensor make_cpu_view(const void* device_data, c10::IntArrayRef sizes,
-                         c10::IntArrayRef strides, c10::ScalarType dtype) {
+at::Tensor cpu_view_of(const void* device_data, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                       c10::ScalarType dtype) {
   const auto type = caffe2::TypeMeta::fromScalarType(dtype);
   const size_t nbytes = at::detail::computeStorageNbytes(sizes, strides, type.itemsize());
   // A non-owning DataPtr in a resizable storage: a CPU kernel that resizes its output gets
@@ -32,6 +30,8 @@ at::Tensor make_cpu_view(const void* device_data, c10::IntArrayRef sizes,
   view.unsafeGetTensorImpl()->set_sizes_and_strides(sizes, strides);
   return view;
 }
+
+namespace {
 
 const void* element0_address(const at::Tensor& tensor) {
   const auto* base = static_cast<const char*>(tensor.storage().data());
@@ -55,7 +55,7 @@ TensorSnapshot::TensorSnapshot(const at::Tensor& tensor)
 
 at::Tensor TensorSnapshot::cpu_view() const {
   if (!defined_) return at::Tensor();
-  at::Tensor view = make_cpu_view(device_data_, sizes(), strides(), dtype_);
+  at::Tensor view = cpu_view_of(device_data_, sizes(), strides(), dtype_);
   if (conj_) view._set_conj(true);
   if (neg_) view._set_neg(true);
   return view;
@@ -79,7 +79,7 @@ bool moved_off_chip(const at::Tensor& view, const void* host_data) {
 
 at::Tensor cpu_view_now(const at::Tensor& tensor) {
   if (!tensor.defined()) return at::Tensor();
-  at::Tensor view = make_cpu_view(element0_address(tensor), tensor.sizes(), tensor.strides(),
+  at::Tensor view = cpu_view_of(element0_address(tensor), tensor.sizes(), tensor.strides(),
                                   tensor.scalar_type());
   if (tensor.is_conj()) view._set_conj(true);
   if (tensor.is_neg()) view._set_neg(true);

@@ -25,12 +25,14 @@ class TensorSnapshot {
   // layout. Throws if its final shape is not the captured one.
   void write_back_if_moved(const at::Tensor& view) const;
   bool defined() const { return defined_; }
-
- private:
   c10::IntArrayRef sizes() const { return {geometry_.data(), geometry_.size() / 2}; }
   c10::IntArrayRef strides() const {
     return {geometry_.data() + geometry_.size() / 2, geometry_.size() / 2};
   }
+  c10::ScalarType dtype() const { return dtype_; }
+  const void* device_data() const { return device_data_; }
+
+ private:
 
   void* device_data_ = nullptr;  // device address of element 0, as of capture
   c10::SmallVector<int64_t, 8> geometry_;  // sizes, then strides (inline up to 4 dims)
@@ -43,6 +45,10 @@ class TensorSnapshot {
 
 // Host address of a device address (nullptr stays nullptr). Throws for non-device addresses.
 void* host_address(const void* device_address);
+
+// A CPU tensor over chip memory at `device_data` with the given geometry (no copy).
+at::Tensor cpu_view_of(const void* device_data, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                       c10::ScalarType dtype);
 
 // A CPU tensor aliasing a tpu tensor's chip memory right now (no copy). Only valid while the
 // chip's queue is idle or inside a task on it.

@@ -1,0 +1,307 @@
+#include "engine/program.h"
+
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include <c10/util/Exception.h>
+#include <c10/util/hash.h>
+
+#include "engine/launch.h"
+#include "engine/metrics.h"
+#include "engine/mode.h"
+#include "executors/host/fused_cluster.h"
+
+namespace torch_tpu::engine {
+namespace {
+
+using executors::host::ClusterBuilder;
+using executors::host::ClusterPlan;
+using executors::host::FusibleOp;
+using Key = std::vector<int64_t>;
+
+struct KeyHash {
+  size_t operator()(const Key& key) const { return c10::hash<std::vector<int64_t>>()(key); }
+};
+
+// One step of a program: pending tasks [first, first + count) run as they are (count 1), as a
+// fused cluster, or not at all (pointwise work whose results nobody can read).
+struct Step {
+  enum class Kind { kSingle, kCluster, kSkip };
+  Kind kind = Kind::kSingle;
+  size_t first = 0;
+  size_t count = 1;
+  std::shared_ptr<const ClusterPlan> cluster;
+};
+
+struct ProgramPlan {
+  std::vector<Step> steps;
+  int64_t fused_kernels = 0;
+  std::string dump;  // readable form, for TORCH_TPU_DUMP_PROGRAMS
+};
+
+const OpDescription* description_of(const runtime::PendingTask& task) {
+  return static_cast<const OpDescription*>(task.description.get());
+}
+
+const executors::host::StorageRef* find_ref(const OpDescription& description,
+                                            const c10::StorageImpl* storage) {
+  for (const auto& ref : description.storages) {
+    if (ref.id() == storage) return &ref;
+  }
+  return nullptr;
+}
+
+// The program's structure: each op's own structure, how ops share storages (numbered in order
+// of first use), the offsets fused ops see them at, and which written storages are still
+// referenced. Two flushes with equal keys get the same plan.
+Key structural_key(const std::vector<runtime::PendingTask>& pending) {
+  Key key;
+  key.reserve(pending.size() * 16);
+  std::unordered_map<const c10::StorageImpl*, int64_t> numbering;
+  const auto number = [&](const c10::StorageImpl* storage) {
+    return numbering.emplace(storage, static_cast<int64_t>(numbering.size())).first->second;
+  };
+  for (const runtime::PendingTask& task : pending) {
+    const OpDescription* description = description_of(task);
+    if (description == nullptr) {
+      key.push_back(-1);
+      key.push_back(static_cast<int64_t>(std::hash<std::string>()(task.op_name)));
+      continue;
+    }
+    key.push_back(-2);
+    key.push_back(static_cast<int64_t>(description->structure.size()));
+    key.insert(key.end(), description->structure.begin(), description->structure.end());
+    for (const auto& ref : description->storages) {
+      key.push_back(number(ref.id()) * 4 + (ref.written ? 2 : 0) +
+                    (ref.written && ref.storage.expired() ? 1 : 0));
+    }
+    if (description->fusible) {
+      for (const auto& tensor : description->fusible->tensors()) {
+        key.push_back(number(tensor.storage));
+        key.push_back(tensor.offset_bytes);
+      }
+    }
+  }
+  return key;
+}
+
+// An undescribed task that may read chip memory (see launch_described's contract): all but
+// the runtime's own event tasks.
+bool may_read_anything(const runtime::PendingTask& task) {
+  return description_of(task) == nullptr && std::string_view(task.op_name).rfind("tpu::event", 0) != 0;
+}
+
+// Whether any op from `from` on touches `storage` (or may).
+bool touched_from(const std::vector<runtime::PendingTask>& pending, size_t from,
+                  const c10::StorageImpl* storage) {
+  for (size_t i = from; i < pending.size(); ++i) {
+    const OpDescription* description = description_of(pending[i]);
+    if (description != nullptr ? find_ref(*description, storage) != nullptr
+                               : may_read_anything(pending[i])) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Dead: no tensor refers to it any more (its writer's weak reference expired).
+bool dead(const OpDescription& writer, const c10::StorageImpl* storage) {
+  const executors::host::StorageRef* ref = find_ref(writer, storage);
+  return ref != nullptr && ref->storage.expired();
+}
+
+std::string shape_text(c10::IntArrayRef shape) {
+  std::ostringstream text;
+  text << "[";
+  for (size_t i = 0; i < shape.size(); ++i) text << (i ? ", " : "") << shape[i];
+  text << "]";
+  return text.str();
+}
+
+ProgramPlan plan(const std::vector<runtime::PendingTask>& pending) {
+  ProgramPlan program;
+  std::ostringstream dump;
+  size_t i = 0;
+  while (i < pending.size()) {
+    const OpDescription* first = description_of(pending[i]);
+    ClusterBuilder builder;
+    if (first != nullptr && first->fusible && builder.try_add(*first->fusible)) {
+      size_t end = i + 1;
+      while (end < pending.size()) {
+        const OpDescription* next = description_of(pending[end]);
+        if (next == nullptr || !next->fusible || !builder.try_add(*next->fusible)) break;
+        ++end;
+      }
+      const auto internal = [&](const c10::StorageImpl* storage) {
+        for (size_t k = i; k < end; ++k) {
+          const OpDescription& writer = *description_of(pending[k]);
+          const auto* ref = find_ref(writer, storage);
+          if (ref != nullptr && ref->written) return dead(writer, storage) && !touched_from(pending, end, storage);
+        }
+        return false;
+      };
+      auto cluster = std::make_shared<ClusterPlan>(builder.finish(internal));
+      const bool all_internal = cluster->bytes_written == 0;
+      Step step{all_internal ? Step::Kind::kSkip
+                             : (end - i >= 2 ? Step::Kind::kCluster : Step::Kind::kSingle),
+                i, end - i, cluster};
+      if (step.kind == Step::Kind::kSingle) step.cluster = nullptr;
+      dump << "step " << program.steps.size() << ": ";
+      if (step.kind == Step::Kind::kSkip) dump << "skipped (no one reads the results): ";
+      if (step.kind == Step::Kind::kCluster) {
+        dump << "fused kernel over " << shape_text(cluster->shape) << " ("
+             << cluster->scratch_dtypes.size() << " intermediates in scratch): ";
+        ++program.fused_kernels;
+      }
+      for (size_t k = i; k < end; ++k) dump << (k > i ? ", " : "") << pending[k].op_name;
+      dump << "\n";
+      program.steps.push_back(std::move(step));
+      i = end;
+      continue;
+    }
+    dump << "step " << program.steps.size() << ": " << pending[i].op_name << "\n";
+    program.steps.push_back(Step{Step::Kind::kSingle, i, 1, nullptr});
+    ++i;
+  }
+  program.dump = dump.str();
+  return program;
+}
+
+// The program cache: plans by structural key, shared by every stream and chip.
+class ProgramCache {
+ public:
+  std::shared_ptr<const ProgramPlan> find(const Key& key) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto found = plans_.find(key);
+    return found == plans_.end() ? nullptr : found->second;
+  }
+  void store(Key key, std::shared_ptr<const ProgramPlan> plan) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (plans_.size() >= kMaxPlans) plans_.clear();  // re-derivable: a full cache starts over
+    plans_.emplace(std::move(key), std::move(plan));
+  }
+
+ private:
+  static constexpr size_t kMaxPlans = 4096;
+  std::mutex mutex_;
+  std::unordered_map<Key, std::shared_ptr<const ProgramPlan>, KeyHash> plans_;
+};
+
+ProgramCache& program_cache() {
+  static ProgramCache cache;
+  return cache;
+}
+
+// TORCH_TPU_DUMP_PROGRAMS=DIR: each newly planned program as text, with its flush reason.
+void dump_program(const ProgramPlan& program, const char* reason, size_t nodes) {
+  static const char* directory = std::getenv("TORCH_TPU_DUMP_PROGRAMS");
+  if (directory == nullptr || *directory == '\0') return;
+  static std::atomic<int64_t> counter{0};
+  const int64_t number = counter.fetch_add(1);
+  std::ofstream out(std::string(directory) + "/program_" + std::to_string(number) + ".txt");
+  out << "program " << number << ": " << nodes << " ops, flushed by " << reason << "\n"
+      << program.dump;
+}
+
+void run_program(const ProgramPlan& program, std::vector<runtime::PendingTask>& tasks) {
+  std::optional<runtime::AsyncOpError> first_error;
+  std::optional<runtime::ForwardedError> forwarded;
+  const auto keep = [&](const std::string& name, const std::string& message) {
+    if (!first_error && !forwarded) first_error.emplace(name, message);
+  };
+  int64_t written = 0;
+  int64_t avoided = 0;
+  int64_t fused = 0;
+  for (const Step& step : program.steps) {
+    if (step.kind == Step::Kind::kSkip) {
+      avoided += step.cluster->bytes_avoided;
+      continue;
+    }
+    try {
+      if (step.kind == Step::Kind::kSingle) {
+        tasks[step.first].task();
+        continue;
+      }
+      std::vector<const FusibleOp*> ops;
+      for (size_t k = step.first; k < step.first + step.count; ++k) {
+        ops.push_back(description_of(tasks[k])->fusible.get());
+      }
+      executors::host::run_cluster(*step.cluster, ops);
+      ++fused;
+      written += step.cluster->bytes_written;
+      avoided += step.cluster->bytes_avoided;
+    } catch (const runtime::ForwardedError& error) {
+      if (!first_error && !forwarded) forwarded.emplace(error);
+    } catch (const runtime::AsyncOpError& error) {
+      if (!first_error && !forwarded) first_error.emplace(error);
+    } catch (const c10::Error& error) {
+      keep(step.kind == Step::Kind::kSingle ? tasks[step.first].op_name : "fused kernel",
+           error.what_without_backtrace());
+    } catch (const std::exception& error) {
+      std::string name = tasks[step.first].op_name;
+      if (step.kind == Step::Kind::kCluster) {
+        name = "fused kernel of";
+        for (size_t k = step.first; k < step.first + step.count; ++k) name += std::string(" ") + tasks[k].op_name;
+      }
+      keep(name, error.what());
+    }
+  }
+  count_program_run(fused, written, avoided);
+  if (forwarded) throw *forwarded;
+  if (first_error) throw *first_error;
+}
+
+const bool g_planner_installed = [] {
+  runtime::set_planner(&plan_program);
+  return true;
+}();
+
+}  // namespace
+
+std::shared_ptr<const OpDescription> describe_storages(
+    const char* op_name, std::initializer_list<std::pair<const at::Tensor*, bool>> tensors) {
+  if (current_mode() != ExecutionMode::kFused) return nullptr;
+  auto description = std::make_shared<OpDescription>();
+  description->structure.push_back(static_cast<int64_t>(std::hash<std::string>()(op_name)));
+  for (const auto& [tensor, written] : tensors) {
+    if (!tensor->defined() || tensor->device().type() != c10::DeviceType::PrivateUse1) continue;
+    description->structure.push_back(static_cast<int64_t>(tensor->numel()));
+    description->storages.push_back(executors::host::StorageRef{
+        c10::weak_intrusive_ptr<c10::StorageImpl>(tensor->storage().getWeakStorageImpl()), written});
+  }
+  return description;
+}
+
+void launch_described(int device, const char* op_name, runtime::Task task,
+                      std::shared_ptr<const OpDescription> description) {
+  runtime::Stream& stream = current_stream(device);
+  stream.enqueue(op_name, std::move(task), std::move(description));
+  count_op_launched();
+  if (current_mode() == ExecutionMode::kDebug) sync_stream(stream, "debug_mode");
+}
+
+std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,
+                                               std::vector<runtime::PendingTask>&& pending,
+                                               const char* reason) {
+  Key key = structural_key(pending);
+  std::shared_ptr<const ProgramPlan> program = program_cache().find(key);
+  const bool hit = program != nullptr;
+  if (!hit) {
+    program = std::make_shared<const ProgramPlan>(plan(pending));
+    dump_program(*program, reason, pending.size());
+    program_cache().store(std::move(key), program);
+  }
+  count_flush(reason, static_cast<int64_t>(pending.size()), hit);
+  auto tasks = std::make_shared<std::vector<runtime::PendingTask>>(std::move(pending));
+  std::vector<runtime::PlannedTask> planned;
+  planned.push_back({"tpu::program", [program, tasks] { run_program(*program, *tasks); }});
+  return planned;
+}
+
+}  // namespace torch_tpu::engine

@@ -1,0 +1,172 @@
+#include "executors/host/fused_cluster.h"
+
+#include <algorithm>
+
+#include <ATen/Parallel.h>
+#include <ATen/ops/empty.h>
+#include <c10/util/Exception.h>
+
+namespace torch_tpu::executors::host {
+namespace {
+
+// Elements per chunk: a few operands of this size stay in a core's L2 cache.
+constexpr int64_t kChunkElements = 16384;
+
+bool is_row_major(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  int64_t expected = 1;
+  for (int64_t d = static_cast<int64_t>(sizes.size()) - 1; d >= 0; --d) {
+    if (sizes[d] != 1 && strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+// Whether `sizes` broadcasts into `shape` without spanning its dim 0 (so every chunk of rows
+// reads all of it).
+bool broadcasts_without_rows(c10::IntArrayRef sizes, c10::IntArrayRef shape) {
+  if (sizes.size() > shape.size()) return false;
+  const size_t lead = shape.size() - sizes.size();
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    const int64_t target = shape[lead + i];
+    if (sizes[i] != 1 && sizes[i] != target) return false;
+    if (lead + i == 0 && sizes[i] != 1) return false;  // would span the rows
+  }
+  return true;
+}
+
+int64_t numel_of(c10::IntArrayRef sizes) {
+  int64_t n = 1;
+  for (int64_t size : sizes) n *= size;
+  return n;
+}
+
+}  // namespace
+
+bool ClusterBuilder::try_add(const FusibleOp& op) {
+  const c10::IntArrayRef shape = op.iteration_shape();
+  if (ops_.empty()) {
+    shape_.assign(shape.begin(), shape.end());
+  } else if (shape != c10::IntArrayRef(shape_)) {
+    return false;
+  }
+  // Check every access first; commit only if the op joins.
+  std::map<const c10::StorageImpl*, std::vector<Geometry>> accesses = accesses_;
+  std::map<const c10::StorageImpl*, bool> written = written_;
+  for (const FusedTensor& tensor : op.tensors()) {
+    const TensorSnapshot& snapshot = *tensor.snapshot;
+    const bool rows = snapshot.sizes() == c10::IntArrayRef(shape_);
+    if (!rows && (tensor.written || !broadcasts_without_rows(snapshot.sizes(), shape_))) return false;
+    accesses[tensor.storage].push_back(
+        Geometry{snapshot.device_data(), snapshot.strides().vec(), snapshot.dtype(), !rows});
+    if (tensor.written) written[tensor.storage] = true;
+  }
+  // A storage the cluster writes must be seen through one geometry, sliced along the rows.
+  for (const auto& [storage, is_written] : written) {
+    const std::vector<Geometry>& seen = accesses[storage];
+    for (const Geometry& geometry : seen) {
+      if (geometry.whole || geometry.data != seen.front().data ||
+          geometry.strides != seen.front().strides || geometry.dtype != seen.front().dtype) {
+        return false;
+      }
+    }
+  }
+  for (const FusedTensor& tensor : op.tensors()) {
+    if (tensor.written && !written_.count(tensor.storage)) written_order_.push_back(tensor.storage);
+  }
+  accesses_ = std::move(accesses);
+  written_ = std::move(written);
+  ops_.push_back(&op);
+  return true;
+}
+
+ClusterPlan ClusterBuilder::finish(
+    const std::function<bool(const c10::StorageImpl*)>& internal) const {
+  ClusterPlan plan;
+  plan.shape = shape_;
+  std::map<const c10::StorageImpl*, int> scratch_slot;
+  for (const c10::StorageImpl* storage : written_order_) {
+    if (internal(storage)) {
+      scratch_slot[storage] = static_cast<int>(plan.scratch_dtypes.size());
+      plan.scratch_dtypes.push_back(accesses_.at(storage).front().dtype);
+    }
+  }
+  const int64_t numel = numel_of(shape_);
+  bool flat = true;
+  for (const FusibleOp* op : ops_) {
+    std::vector<ClusterPlan::Access> accesses;
+    for (const FusedTensor& tensor : op->tensors()) {
+      const TensorSnapshot& snapshot = *tensor.snapshot;
+      ClusterPlan::Access access;
+      if (auto slot = scratch_slot.find(tensor.storage); slot != scratch_slot.end()) {
+        access = {ChunkAccess::kScratch, slot->second};
+      } else if (snapshot.sizes() == c10::IntArrayRef(shape_)) {
+        access.kind = ChunkAccess::kRows;
+        flat = flat && is_row_major(snapshot.sizes(), snapshot.strides());
+      } else {
+        access.kind = ChunkAccess::kWhole;
+        flat = flat && numel_of(snapshot.sizes()) == 1;
+      }
+      accesses.push_back(access);
+    }
+    plan.accesses.push_back(std::move(accesses));
+  }
+  plan.flat = flat || shape_.empty();
+  const auto bytes_of = [&](const c10::StorageImpl* storage) {
+    return numel * static_cast<int64_t>(c10::elementSize(accesses_.at(storage).front().dtype));
+  };
+  for (const c10::StorageImpl* storage : written_order_) {
+    (scratch_slot.count(storage) ? plan.bytes_avoided : plan.bytes_written) += bytes_of(storage);
+  }
+  return plan;
+}
+
+void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops) {
+  TORCH_INTERNAL_ASSERT(ops.size() == plan.accesses.size());
+  const c10::IntArrayRef shape(plan.shape);
+  const int64_t numel = numel_of(shape);
+  if (numel == 0) return;
+  // A chunk is `step` units: elements (flat) or rows of dim 0.
+  const int64_t units = plan.flat ? numel : shape[0];
+  const int64_t row_elements = plan.flat ? 1 : std::max<int64_t>(numel / shape[0], 1);
+  const int64_t step = std::max<int64_t>(kChunkElements / row_elements, 1);
+  const int64_t chunks = (units + step - 1) / step;
+  std::vector<int64_t> chunk_shape = plan.flat ? std::vector<int64_t>{step} : plan.shape;
+  if (!plan.flat) chunk_shape[0] = step;
+
+  at::parallel_for(0, chunks, 1, [&](int64_t first_chunk, int64_t end_chunk) {
+    // Scratch per thread, reused by every chunk it runs.
+    std::vector<at::Tensor> scratch;
+    for (c10::ScalarType dtype : plan.scratch_dtypes) {
+      scratch.push_back(at::empty(chunk_shape, at::TensorOptions().dtype(dtype)));
+    }
+    for (int64_t chunk = first_chunk; chunk < end_chunk; ++chunk) {
+      const int64_t begin = chunk * step;
+      const int64_t length = std::min(step, units - begin);
+      for (size_t o = 0; o < ops.size(); ++o) {
+        const std::vector<FusedTensor>& tensors = ops[o]->tensors();
+        const std::vector<ClusterPlan::Access>& accesses = plan.accesses[o];
+        ops[o]->run([&](size_t i) -> at::Tensor {
+          const TensorSnapshot& snapshot = *tensors[i].snapshot;
+          switch (accesses[i].kind) {
+            case ChunkAccess::kScratch:
+              return scratch[static_cast<size_t>(accesses[i].scratch_slot)].narrow(0, 0, length);
+            case ChunkAccess::kWhole:
+              return plan.flat ? cpu_view_of(snapshot.device_data(), {}, {}, snapshot.dtype())
+                               : snapshot.cpu_view();
+            case ChunkAccess::kRows:
+              break;
+          }
+          const auto* base = static_cast<const char*>(snapshot.device_data());
+          const int64_t item = static_cast<int64_t>(c10::elementSize(snapshot.dtype()));
+          if (plan.flat) return cpu_view_of(base + begin * item, {length}, {1}, snapshot.dtype());
+          std::vector<int64_t> sizes = snapshot.sizes().vec();
+          sizes[0] = length;
+          return cpu_view_of(base + begin * snapshot.strides()[0] * item, sizes,
+                             snapshot.strides(), snapshot.dtype());
+        });
+      }
+    }
+  });
+}
+
+}  // namespace torch_tpu::executors::host

@@ -1,0 +1,48 @@
+// An op the fused loop engine can run (DeferAndFuse, DESIGN §2): a pointwise op whose outputs
+// all have one shape, run on any chunk of rows of that shape by handing it views (slices of
+// chip memory, or chunk-sized scratch for intermediates nothing else reads).
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <c10/core/StorageImpl.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include "executors/host/tensor_snapshot.h"
+
+namespace torch_tpu::executors::host {
+
+// A storage an op touches, held weakly: the planner asks whether any tensor still refers to it
+// (a weak reference also keeps the identity from being reused while the op is pending).
+struct StorageRef {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  bool written = false;
+  const c10::StorageImpl* id() const { return storage._unsafe_get_target(); }
+};
+using StorageRefs = std::vector<StorageRef>;
+
+// One tensor a fusible op touches, as captured when the op was recorded.
+struct FusedTensor {
+  const TensorSnapshot* snapshot = nullptr;   // owned by the op
+  const c10::StorageImpl* storage = nullptr;  // identity, for aliasing and liveness
+  int64_t offset_bytes = 0;                   // where in the storage element 0 sits
+  bool written = false;
+};
+
+class FusibleOp {
+ public:
+  virtual ~FusibleOp() = default;
+  // Printable op name (interned), for errors and program dumps.
+  virtual const char* name() const = 0;
+  // The outputs' sizes: what the op iterates over.
+  virtual c10::IntArrayRef iteration_shape() const = 0;
+  // The chip tensors it reads and writes.
+  virtual const std::vector<FusedTensor>& tensors() const = 0;
+  // Runs the op's CPU kernel with `view(i)` as the CPU tensor for tensors()[i].
+  virtual void run(const std::function<at::Tensor(size_t)>& view) const = 0;
+};
+
+}  // namespace torch_tpu::executors::host

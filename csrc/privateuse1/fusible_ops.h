@@ -1,0 +1,29 @@
+// Fused mode's view of the generic kernel's ops (DeferAndFuse): which ops are pointwise, and
+// the description of each recorded op the planner works from (engine/program.h): its
+// structure, the storages it touches, and — for pointwise ops — how to run it on chunks.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/core/stack.h>
+
+#include "engine/program.h"
+#include "privateuse1/op_plan.h"
+#include "privateuse1/queued_op.h"
+
+namespace torch_tpu::privateuse1 {
+
+// Whether `name` ("aten::add") is an elementwise op of its (broadcast) inputs.
+bool is_pointwise_op(const std::string& name);
+
+// The description of a generic op recorded in fused mode. `args` are its tpu arguments,
+// `outputs` the tensors it returns, `structure` its call signature.
+std::shared_ptr<const engine::OpDescription> describe_op(
+    const OpPlan& plan, const torch::jit::Stack& args, const std::vector<at::Tensor>& outputs,
+    const std::vector<at::Tensor>& fresh, std::shared_ptr<const QueuedOp> queued,
+    std::vector<int64_t> structure);
+
+}  // namespace torch_tpu::privateuse1
