@@ -152,7 +152,8 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
   }
   runtime::Stream& caller = engine::current_stream(device);
   runtime::Stream& communication = communication_stream(device);
-  // TODO(#4): flush the pending fused graph here once DeferAndFuse records ops.
+  // Fused mode: the ops that produce the inputs run now, as a program (DESIGN §4).
+  caller.flush("collective");
   if (&caller != &communication) {
     runtime::Event inputs_ready;
     inputs_ready.record(caller);
@@ -180,6 +181,7 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
       });
   runtime::Event done;
   done.record(communication);
+  communication.flush("collective");  // a collective is never deferred: peers are waiting
   auto work = c10::make_intrusive<TpuDistWork>(rank_, collective.op, collective.name, device,
                                                std::move(done), collective.outputs,
                                                c10_stream(device, communication), signature.sequence);
@@ -212,6 +214,8 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(PointToPoint op) {
   });
   runtime::Event done;
   done.record(communication);
+  caller.flush("collective");
+  communication.flush("collective");
   auto work = c10::make_intrusive<TpuDistWork>(
       rank_, op.op, op.name, device, std::move(done), std::vector<at::Tensor>{op.tensor},
       c10_stream(device, communication), /*sequence=*/0);

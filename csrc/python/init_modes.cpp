@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "engine/mode.h"
+#include "runtime/chip.h"
 
 namespace torch_tpu::python {
 
@@ -13,6 +14,11 @@ void init_modes(py::module_& m) {
   m.def("_set_mode", [](const std::string& name) { engine::set_mode(engine::parse_mode(name)); });
   m.def("_check_nans_enabled", &engine::check_nans_enabled);
   m.def("_set_check_nans", &engine::set_check_nans);
+  // Fused mode: runs every stream's recorded ops now (without waiting for them), saying why.
+  m.def("_flush_all", [](const std::string& reason) {
+    runtime::Runtime& runtime = runtime::Runtime::instance();
+    for (int chip = 0; chip < runtime.chip_count(); ++chip) runtime.chip(chip).flush(reason.c_str());
+  });
 }
 
 }  // namespace torch_tpu::python

@@ -35,8 +35,10 @@ from ._metrics import metrics, reset_metrics  # noqa: E402
 from ._modes import get_mode, mode, set_check_nans, set_mode  # noqa: E402
 from ._shutdown import install as _install_shutdown_hook  # noqa: E402
 from .distributed import register as _register_tpu_dist  # noqa: E402
+from ._backward_flush import install as _install_backward_flush  # noqa: E402
 
 _register_tpu_dist()
+_install_backward_flush()
 
 _install_shutdown_hook()
 

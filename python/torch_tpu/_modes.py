@@ -1,5 +1,6 @@
-"""Execution modes: ``strict`` (asynchronous eager, the default) and ``debug`` (each op
-finishes before it returns; optional NaN/Inf checks name the op)."""
+"""Execution modes: ``strict`` (asynchronous eager, the default), ``debug`` (each op finishes
+before it returns; optional NaN/Inf checks name the op) and ``fused`` (DeferAndFuse: ops are
+recorded and run as fused, cached programs at sync points)."""
 
 import contextlib
 
@@ -7,13 +8,14 @@ from . import _C
 
 
 def get_mode() -> str:
-    """The current execution mode: ``"strict"`` or ``"debug"``."""
+    """The current execution mode: ``"strict"``, ``"debug"`` or ``"fused"``."""
     return _C._get_mode()
 
 
 def set_mode(mode: str) -> None:
-    """Selects the execution mode for the whole process. Pending work is finished first, so
-    errors of earlier asynchronous ops surface here rather than in the new mode."""
+    """Selects the execution mode for the whole process (``"defer_and_fuse"`` is another name
+    for ``"fused"``). Pending work (recorded ops too) is finished first, so errors of earlier
+    asynchronous ops surface here rather than in the new mode."""
     import torch
 
     for index in range(torch.tpu.device_count()):

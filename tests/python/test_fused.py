@@ -1,0 +1,181 @@
+"""DeferAndFuse (fused mode): ops are recorded per stream and run as programs at sync points;
+pointwise chains become fused kernels; plans are cached by program structure. The counting
+tests prove the mechanism through torch_tpu.metrics(); every result is compared with CPU.
+(The foundation suite also runs in fused mode through the `mode` fixture.)"""
+
+import os
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+import torch_tpu
+from conftest import assert_tpu_close, cpu_and_tpu, run_python_ok
+
+
+@pytest.fixture(autouse=True)
+def _fused_mode():
+    torch_tpu.set_mode("fused")
+    torch_tpu.reset_metrics()
+
+
+def fusion():
+    return torch_tpu.metrics()["fusion"]
+
+
+def pointwise_chain(x, links):
+    for i in range(links):
+        x = (x + 1.0) if i % 3 == 0 else (x * 0.5) if i % 3 == 1 else torch.relu(x - 0.25)
+    return x
+
+
+def test_ops_are_recorded_not_run_until_a_sync_point():
+    x_cpu, x = cpu_and_tpu(16, 16)
+    y = x * 2
+    assert y.shape == (16, 16) and y.dtype == torch.float32  # metadata at once
+    assert fusion()["programs_run"] == 0 and fusion()["flushes"] == {}
+    assert_tpu_close(y, x_cpu * 2)  # .cpu() is a host read: it flushes
+    assert fusion()["flushes"] == {"copy_to_host": 1}
+
+
+def test_a_chain_of_pointwise_ops_runs_as_one_fused_kernel_without_writing_intermediates():
+    links = 12
+    x_cpu, x = cpu_and_tpu(256, 64)
+    torch.tpu.synchronize()
+    torch_tpu.reset_metrics()
+    y = pointwise_chain(x, links)
+    assert_tpu_close(y, pointwise_chain(x_cpu, links))
+    counters = fusion()
+    assert counters["fused_kernels_run"] == 1
+    # relu(x - c) is two ops: 12 links make 16 ops, all in the one kernel.
+    ops = links + links // 3
+    assert counters["nodes_executed"] == ops + 1  # + the copy to host
+    one_tensor = 256 * 64 * 4
+    assert counters["bytes_materialized"] == one_tensor  # only the live result
+    assert counters["bytes_avoided"] == (ops - 1) * one_tensor  # every dead intermediate
+
+
+def test_a_dead_result_is_not_computed_at_all():
+    x_cpu, x = cpu_and_tpu(64, 64)
+    torch.tpu.synchronize()
+    torch_tpu.reset_metrics()
+    unused = torch.exp(x) * 3  # dropped below before any sync
+    del unused
+    kept = x + 1
+    assert_tpu_close(kept, x_cpu + 1)
+    counters = fusion()
+    assert counters["bytes_avoided"] >= 2 * 64 * 64 * 4
+    assert counters["bytes_materialized"] == 64 * 64 * 4
+
+
+def test_broadcasting_type_promotion_and_in_place_views_match_cpu():
+    a_cpu, a = cpu_and_tpu(32, 8)
+    b_cpu, b = cpu_and_tpu(8, seed=1)
+    c_cpu, c = cpu_and_tpu(32, 8, dtype=torch.bfloat16, seed=2)
+    out_cpu = ((a_cpu + b_cpu) * c_cpu).sigmoid() - torch.tensor(0.5)
+    out = ((a + b) * c).sigmoid() - torch.tensor(0.5)
+    assert_tpu_close(out, out_cpu)
+    base_cpu, base = cpu_and_tpu(4, 32, seed=3)
+    view_cpu, view = base_cpu[1:3], base[1:3]
+    for v in (view_cpu, view):
+        v.mul_(2).add_(1)
+        v.clamp_(min=0)
+    assert_tpu_close(base, base_cpu)
+
+
+def test_a_training_loop_hits_the_program_cache_every_step_after_warm_up():
+    torch.manual_seed(0)
+    model_cpu = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
+    model.load_state_dict(model_cpu.state_dict())
+    model = model.tpu()
+    opt_cpu = torch.optim.AdamW(model_cpu.parameters(), lr=1e-2)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    data = torch.Generator().manual_seed(1)
+    planned_after_step = []
+    for _ in range(6):
+        x, target = torch.randn(8, 16, generator=data), torch.randn(8, 4, generator=data)
+        for m, o, device in ((model_cpu, opt_cpu, "cpu"), (model, opt, "tpu")):
+            loss = F.mse_loss(m(x.to(device)), target.to(device))
+            o.zero_grad()
+            loss.backward()
+            o.step()
+            loss.item()
+        planned_after_step.append(fusion()["programs_planned"])
+    # Warm-up plans (the optimizer's state appears in step 1); then nothing new is planned.
+    assert planned_after_step[2:] == [planned_after_step[2]] * 4
+    counters = fusion()
+    assert counters["flushes"]["backward"] == 6 and counters["flushes"]["item"] >= 6
+    assert counters["cache_hits"] >= 8  # two programs a step (backward, then step + loss)
+    assert counters["fused_kernels_run"] > 0
+    for p_cpu, p in zip(model_cpu.parameters(), model.parameters()):
+        assert_tpu_close(p, p_cpu, rtol=1e-4, atol=1e-5)
+
+
+def test_flush_reasons_are_counted():
+    x = torch.ones(8, device="tpu")
+    (x + 1).sum().item()
+    (x * 2).cpu()
+    y = x - 1
+    torch.tpu.synchronize()
+    del y
+    stream = torch.tpu.Stream()
+    z = x * 3
+    event = torch.tpu.Event()
+    event.record()
+    stream.wait_event(event)  # another stream waits for this one: it must run
+    flushes = fusion()["flushes"]
+    assert flushes["item"] == 1 and flushes["copy_to_host"] == 1
+    assert flushes["device_synchronize"] >= 1
+    assert flushes["cross_stream_wait"] == 1
+    assert_tpu_close(z, torch.full((8,), 3.0))
+
+
+def test_a_long_op_stream_flushes_at_the_size_bound():
+    x = torch.zeros(4, device="tpu")
+    for _ in range(5000):
+        x = x + 1
+    assert fusion()["flushes"].get("size_bound", 0) >= 1
+    assert_tpu_close(x, torch.full((4,), 5000.0))
+
+
+def test_switching_modes_mid_program_flushes():
+    x = torch.ones(3, device="tpu")
+    y = x + 2  # recorded in fused mode
+    torch_tpu.set_mode("strict")
+    z = y * 2  # strict: runs after the flushed program
+    assert_tpu_close(z, torch.full((3,), 6.0))
+
+
+def test_an_error_in_a_program_names_the_op_and_later_work_runs():
+    x = torch.randn(4, 3, device="tpu")
+    bad = torch.index_select(x, 0, torch.tensor([0, 9], device="tpu"))
+    good = x * 2
+    with pytest.raises(RuntimeError, match="index_select"):
+        torch.tpu.synchronize()
+    del bad
+    assert_tpu_close(good, x.cpu() * 2)
+
+
+def test_dropout_masks_match_strict_with_the_same_seed():
+    def masks(mode):
+        with torch_tpu.mode(mode):
+            torch.manual_seed(7)
+            x = torch.ones(64, 64, device="tpu")
+            return (F.dropout(x, 0.5) * 2 + 1).cpu()
+    torch.testing.assert_close(masks("fused"), masks("strict"), rtol=0, atol=0)
+
+
+def test_dump_programs_writes_each_new_program_with_its_flush_reason(tmp_path):
+    code = """
+import torch, torch_tpu
+x = torch.ones(8, device="tpu")
+for _ in range(3):
+    ((x + 1) * 2).relu().sum().item()
+"""
+    run_python_ok(code, env={"TORCH_TPU_MODE": "fused", "TORCH_TPU_DUMP_PROGRAMS": tmp_path})
+    dumps = sorted(os.listdir(tmp_path))
+    assert 1 <= len(dumps) <= 2  # planned once (plus the first copy), then cache hits
+    text = "".join((tmp_path / name).read_text() for name in dumps)
+    assert "flushed by item" in text
+    assert "fused kernel over [8]" in text and "aten::relu" in text
