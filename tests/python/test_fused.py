@@ -105,7 +105,7 @@ def test_a_training_loop_hits_the_program_cache_every_step_after_warm_up():
     # Warm-up plans (the optimizer's state appears in step 1); then nothing new is planned.
     assert planned_after_step[2:] == [planned_after_step[2]] * 4
     counters = fusion()
-    assert counters["flushes"]["backward"] == 6 and counters["flushes"]["item"] >= 6
+    assert counters["flushes"]["backward"] >= 6 and counters["flushes"]["item"] >= 6
     assert counters["cache_hits"] >= 8  # two programs a step (backward, then step + loss)
     assert counters["fused_kernels_run"] > 0
     for p_cpu, p in zip(model_cpu.parameters(), model.parameters()):
