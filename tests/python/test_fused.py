@@ -107,7 +107,6 @@ def test_a_training_loop_hits_the_program_cache_every_step_after_warm_up():
     counters = fusion()
     assert counters["flushes"]["backward"] >= 6 and counters["flushes"]["item"] >= 6
     assert counters["cache_hits"] >= 8  # two programs a step (backward, then step + loss)
-    assert counters["fused_kernels_run"] > 0
     for p_cpu, p in zip(model_cpu.parameters(), model.parameters()):
         assert_tpu_close(p, p_cpu, rtol=1e-4, atol=1e-5)
 
