@@ -1,6 +1,10 @@
 #include "privateuse1/fusible_ops.h"
 
+#include <limits>
+#include <map>
+#include <optional>
 #include <unordered_set>
+#include <utility>
 
 namespace torch_tpu::privateuse1 {
 namespace {
@@ -31,6 +35,20 @@ class QueuedPointwiseOp : public executors::host::FusibleOp {
                                    offset_bytes(tensor), written});
   }
   size_t slot_of(size_t tensor) const { return slots_[tensor]; }
+  // The fused index of the tensor at `slot`, or -1.
+  int tensor_at_slot(size_t slot) const {
+    for (size_t i = 0; i < slots_.size(); ++i) {
+      if (slots_[i] == slot) return static_cast<int>(i);
+    }
+    return -1;
+  }
+  void set_expression(executors::host::PointwiseExpression expression) {
+    expression_ = std::move(expression);
+    has_expression_ = true;
+  }
+  const executors::host::PointwiseExpression* expression() const override {
+    return has_expression_ ? &expression_ : nullptr;
+  }
 
   const char* name() const override { return name_; }
   c10::IntArrayRef iteration_shape() const override { return shape_; }
@@ -47,7 +65,118 @@ class QueuedPointwiseOp : public executors::host::FusibleOp {
   std::vector<int64_t> shape_;
   std::vector<size_t> slots_;
   std::vector<FusedTensor> tensors_;
+  executors::host::PointwiseExpression expression_;
+  bool has_expression_ = false;
 };
+
+using executors::host::PointwiseExpression;
+using executors::host::PointwiseOpcode;
+using executors::host::PointwiseOperand;
+
+// How the register-level loop computes an op: its opcode, which arguments are its operands (in
+// order), and which argument is alpha (-1: none).
+struct ExpressionRule {
+  PointwiseOpcode opcode;
+  std::vector<int> operand_args;
+  int alpha_arg = -1;
+};
+
+// "aten::add_.Tensor" -> "add" and "Tensor".
+std::pair<std::string, std::string> base_and_overload(const std::string& name) {
+  std::string base = name.substr(name.find("::") + 2);
+  std::string overload;
+  if (const size_t dot = base.find('.'); dot != std::string::npos) {
+    overload = base.substr(dot + 1);
+    base.resize(dot);
+  }
+  if (!base.empty() && base.back() == '_') base.pop_back();
+  return {base, overload};
+}
+
+std::optional<ExpressionRule> expression_rule(const std::string& name) {
+  const auto [base, overload] = base_and_overload(name);
+  const bool tensor_or_scalar = overload.empty() || overload == "Tensor" || overload == "Scalar" ||
+                                overload == "out" || overload == "Scalar_out";
+  if (!tensor_or_scalar) return std::nullopt;  // div's rounding modes, clamp.Tensor, ...
+  static const std::map<std::string, ExpressionRule> kRules = {
+      {"add", {PointwiseOpcode::kAdd, {0, 1}, 2}},
+      {"sub", {PointwiseOpcode::kSub, {0, 1}, 2}},
+      {"rsub", {PointwiseOpcode::kSub, {1, 0}, 2}},
+      {"mul", {PointwiseOpcode::kMul, {0, 1}}},
+      {"div", {PointwiseOpcode::kDiv, {0, 1}}},
+      {"maximum", {PointwiseOpcode::kMaximum, {0, 1}}},
+      {"minimum", {PointwiseOpcode::kMinimum, {0, 1}}},
+      {"clamp", {PointwiseOpcode::kClamp, {0, 1, 2}}},
+      {"neg", {PointwiseOpcode::kNeg, {0}}},
+      {"relu", {PointwiseOpcode::kRelu, {0}}},
+      {"abs", {PointwiseOpcode::kAbs, {0}}},
+      {"reciprocal", {PointwiseOpcode::kReciprocal, {0}}},
+      {"sqrt", {PointwiseOpcode::kSqrt, {0}}},
+      {"rsqrt", {PointwiseOpcode::kRsqrt, {0}}},
+      {"exp", {PointwiseOpcode::kExp, {0}}},
+      {"tanh", {PointwiseOpcode::kTanh, {0}}},
+      {"sigmoid", {PointwiseOpcode::kSigmoid, {0}}},
+      {"silu", {PointwiseOpcode::kSilu, {0}}},
+  };
+  auto found = kRules.find(base);
+  if (found == kRules.end()) return std::nullopt;
+  return found->second;
+}
+
+// The op's expression, when every operand is a chip tensor or a single known value.
+std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const QueuedOp& queued,
+                                                 const QueuedPointwiseOp& op) {
+  const std::optional<ExpressionRule> rule = expression_rule(plan.name);
+  if (!rule) return std::nullopt;
+  const CapturedArgs& captured = queued.captured;
+  PointwiseExpression expression;
+  expression.opcode = rule->opcode;
+  for (size_t k = 0; k < rule->operand_args.size(); ++k) {
+    const size_t a = static_cast<size_t>(rule->operand_args[k]);
+    if (a >= captured.args.size()) return std::nullopt;
+    const CapturedArgs::Arg& arg = captured.args[a];
+    PointwiseOperand operand;
+    if (arg.kind == CapturedArgs::Arg::Kind::kTensor) {
+      const CapturedArgs::Tensor& element = captured.tensors[arg.first_tensor];
+      if (element.snapshot.defined()) {
+        operand.tensor = op.tensor_at_slot(arg.first_tensor);
+      } else if (element.host.defined() && element.host.numel() == 1 &&
+                 !element.host.is_complex()) {
+        operand.constant = element.host.item<float>();
+      } else {
+        return std::nullopt;
+      }
+    } else if (arg.kind == CapturedArgs::Arg::Kind::kValue && arg.value.isScalar()) {
+      operand.constant = static_cast<float>(arg.value.toScalar().toDouble());
+    } else if (arg.kind == CapturedArgs::Arg::Kind::kValue && arg.value.isNone() &&
+               rule->opcode == PointwiseOpcode::kClamp) {
+      operand.constant = k == 1 ? -std::numeric_limits<float>::infinity()
+                                : std::numeric_limits<float>::infinity();
+    } else {
+      return std::nullopt;
+    }
+    expression.operands.push_back(operand);
+  }
+  if (rule->alpha_arg >= 0 && static_cast<size_t>(rule->alpha_arg) < captured.args.size()) {
+    const c10::IValue& alpha = captured.args[static_cast<size_t>(rule->alpha_arg)].value;
+    if (!alpha.isScalar()) return std::nullopt;
+    expression.alpha = static_cast<float>(alpha.toScalar().toDouble());
+  }
+  // The written tensor: the out= target we allocated, or the argument the op writes (self for
+  // in-place ops, `out` for out= calls).
+  if (queued.use_out_variant) {
+    expression.output = op.tensor_at_slot(captured.tensors.size());
+  } else {
+    for (size_t a = 0; a < plan.written_args.size() && a < captured.args.size(); ++a) {
+      if (plan.written_args[a] && captured.args[a].kind == CapturedArgs::Arg::Kind::kTensor) {
+        expression.output = op.tensor_at_slot(captured.args[a].first_tensor);
+        break;
+      }
+    }
+  }
+  if (expression.output < 0) return std::nullopt;
+  return expression;
+}
 
 }  // namespace
 
@@ -118,6 +247,7 @@ std::shared_ptr<const engine::OpDescription> describe_op(
   for (size_t t = 0; t < fresh.size(); ++t) {
     op->add(captured.tensors.size() + t, queued->targets[t], fresh[t], true);
   }
+  if (auto expression = expression_of(plan, *queued, *op)) op->set_expression(std::move(*expression));
   description->fusible = std::move(op);
   return description;
 }

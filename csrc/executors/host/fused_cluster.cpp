@@ -6,6 +6,8 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
+#include "executors/host/pointwise_loop.h"
+
 namespace torch_tpu::executors::host {
 namespace {
 
@@ -122,6 +124,10 @@ ClusterPlan ClusterBuilder::finish(
 
 void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops) {
   TORCH_INTERNAL_ASSERT(ops.size() == plan.accesses.size());
+  if (pointwise_loop_supports(plan, ops)) {
+    run_pointwise_loop(plan, ops);
+    return;
+  }
   const c10::IntArrayRef shape(plan.shape);
   const int64_t numel = numel_of(shape);
   if (numel == 0) return;

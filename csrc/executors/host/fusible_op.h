@@ -32,6 +32,40 @@ struct FusedTensor {
   bool written = false;
 };
 
+// The elementwise computation of an op, for the register-level fused loop
+// (executors/host/pointwise_loop.h): result = opcode(operands...), rounded to the output's dtype.
+enum class PointwiseOpcode : uint8_t {
+  kAdd,        // a + alpha * b
+  kSub,        // a - alpha * b
+  kMul,        // a * b
+  kDiv,        // a / b
+  kNeg,
+  kRelu,
+  kAbs,
+  kReciprocal,
+  kSqrt,
+  kRsqrt,
+  kExp,
+  kTanh,
+  kSigmoid,
+  kSilu,
+  kMaximum,
+  kMinimum,
+  kClamp,      // min(max(a, lo), hi); absent bounds are +-inf
+};
+
+struct PointwiseOperand {
+  int tensor = -1;       // index into the op's tensors(), or -1 for a constant
+  float constant = 0.0f;
+};
+
+struct PointwiseExpression {
+  PointwiseOpcode opcode = PointwiseOpcode::kAdd;
+  std::vector<PointwiseOperand> operands;
+  float alpha = 1.0f;
+  int output = -1;  // index into tensors() of the tensor written
+};
+
 class FusibleOp {
  public:
   virtual ~FusibleOp() = default;
@@ -43,6 +77,8 @@ class FusibleOp {
   virtual const std::vector<FusedTensor>& tensors() const = 0;
   // Runs the op's CPU kernel with `view(i)` as the CPU tensor for tensors()[i].
   virtual void run(const std::function<at::Tensor(size_t)>& view) const = 0;
+  // Its computation in register form, if the fused loop knows it (else null: run() is used).
+  virtual const PointwiseExpression* expression() const { return nullptr; }
 };
 
 }  // namespace torch_tpu::executors::host
