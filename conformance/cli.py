@@ -31,6 +31,12 @@ def report_name(sweep: str, mode: str) -> str:
     return sweep if mode == "strict" else f"{sweep}_{mode}"
 
 
+def baseline_name(sweep: str, mode: str) -> str:
+    """The committed report --check compares with: the mode's own, except that fused mode must
+    pass everything Strict passes (fusion may not change what works)."""
+    return report_name(sweep, "strict" if mode == "fused" else mode)
+
+
 def report_dir(args: argparse.Namespace, sweep: str) -> str:
     """Only a full sweep replaces the committed report; partial runs go to a scratch folder."""
     if args.tier == "full" and args.items is None:

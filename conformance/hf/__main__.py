@@ -19,7 +19,7 @@ from collections import Counter
 
 from tqdm import tqdm
 
-from ..cli import REPORTS, report_dir, report_name, sweep_arguments
+from ..cli import REPORTS, baseline_name, report_dir, report_name, sweep_arguments
 from ..isolated import child_env, run_isolated
 
 TARGET = 0.90
@@ -59,7 +59,7 @@ def main():
 
     name = report_name("hf", args.mode)
     if args.check:
-        sys.exit(check_against(records, os.path.join(REPORTS, f"{name}.json")))
+        sys.exit(check_against(records, os.path.join(REPORTS, f"{baseline_name('hf', args.mode)}.json")))
     out_dir = report_dir(args, "hf")
     meta = {"mode": args.mode, "transformers": transformers.__version__,
             "seconds": time.monotonic() - started, "python": platform.python_version()}

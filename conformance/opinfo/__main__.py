@@ -18,7 +18,7 @@ import time
 
 from tqdm import tqdm
 
-from ..cli import REPORTS, report_dir, report_name, sweep_arguments
+from ..cli import REPORTS, baseline_name, report_dir, report_name, sweep_arguments
 from ..isolated import child_env, run_isolated
 
 def crash_record(op: str, message: str) -> dict:
@@ -59,7 +59,7 @@ def main():
 
     name = report_name("opinfo", args.mode)
     if args.check:
-        sys.exit(check_against(records, os.path.join(REPORTS, f"{name}.json")))
+        sys.exit(check_against(records, os.path.join(REPORTS, f"{baseline_name('opinfo', args.mode)}.json")))
     out_dir = report_dir(args, "opinfo")
     meta = {"mode": args.mode, "torch": torch.__version__, "ops": len(op_ids),
             "seconds": time.monotonic() - started, "python": platform.python_version()}

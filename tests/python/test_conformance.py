@@ -1,6 +1,7 @@
-"""The CI tier of the conformance sweeps: fixed samples of OpInfo entries (Strict and Debug)
-and Hugging Face architectures (Strict), each failing on any regression from the committed
-full reports in conformance/reports/ (conformance/*/fast_tier.py lists the samples)."""
+"""The CI tier of the conformance sweeps: fixed samples of OpInfo entries and Hugging Face
+architectures, in Strict, Debug (OpInfo) and Fused mode, each failing on any regression from
+the committed full reports in conformance/reports/ (fused mode is held to Strict's report;
+conformance/*/fast_tier.py lists the samples)."""
 
 import os
 import subprocess
@@ -18,14 +19,15 @@ def run_check(module: str, mode: str) -> subprocess.CompletedProcess:
                           timeout=600)
 
 
-@pytest.mark.parametrize("mode", ["strict", "debug"])
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
 def test_opinfo_fast_tier_has_no_regressions(mode):
     result = run_check("conformance.opinfo", mode)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 regressions" in result.stdout
 
 
-def test_hugging_face_fast_tier_has_no_regressions():
-    result = run_check("conformance.hf", "strict")
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_hugging_face_fast_tier_has_no_regressions(mode):
+    result = run_check("conformance.hf", mode)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 regressions" in result.stdout

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <limits>
 #include <map>
 
@@ -42,6 +44,10 @@ void store_bfloat16(uint16_t* out, const float* in, int64_t n) {
   }
 }
 
+void round_to_half(float* values, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) values[i] = static_cast<float>(c10::Half(values[i]));
+}
+
 void load(float* out, const void* in, c10::ScalarType dtype, int64_t n) {
   if (dtype == c10::kFloat) {
     std::memcpy(out, in, static_cast<size_t>(n) * sizeof(float));
@@ -73,78 +79,109 @@ struct Source {
   float at(int64_t i) const { return values != nullptr ? values[i] : constant; }
 };
 
-template <typename F>
+// How a result is finished before the next op reads it: kept in float32, or rounded to bf16
+// the way storing it would (in the same pass, so rounding costs no extra trip through cache).
+struct KeepFloat {
+  float operator()(float x) const { return x; }
+};
+struct RoundToBFloat16 {
+  float operator()(float x) const {
+    uint32_t bits;
+    std::memcpy(&bits, &x, sizeof(float));
+    const uint32_t rounded = ((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16) << 16;
+    const uint32_t result = (bits & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : rounded;
+    float y;
+    std::memcpy(&y, &result, sizeof(float));
+    return y;
+  }
+};
+
+template <typename Finish, typename F>
 __attribute__((always_inline)) inline void unary(float* out, const Source& a, int64_t n, F f) {
+  const Finish finish;
   if (a.values == nullptr) {
-    std::fill(out, out + n, f(a.constant));
+    std::fill(out, out + n, finish(f(a.constant)));
     return;
   }
-  for (int64_t i = 0; i < n; ++i) out[i] = f(a.values[i]);
+  for (int64_t i = 0; i < n; ++i) out[i] = finish(f(a.values[i]));
 }
 
-template <typename F>
+template <typename Finish, typename F>
 __attribute__((always_inline)) inline void binary(float* out, const Source& a, const Source& b,
                                                   int64_t n, F f) {
+  const Finish finish;
   if (a.values != nullptr && b.values != nullptr) {
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a.values[i], b.values[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = finish(f(a.values[i], b.values[i]));
   } else if (a.values != nullptr) {
     const float y = b.constant;
-    for (int64_t i = 0; i < n; ++i) out[i] = f(a.values[i], y);
+    for (int64_t i = 0; i < n; ++i) out[i] = finish(f(a.values[i], y));
   } else if (b.values != nullptr) {
     const float x = a.constant;
-    for (int64_t i = 0; i < n; ++i) out[i] = f(x, b.values[i]);
+    for (int64_t i = 0; i < n; ++i) out[i] = finish(f(x, b.values[i]));
   } else {
-    std::fill(out, out + n, f(a.constant, b.constant));
+    std::fill(out, out + n, finish(f(a.constant, b.constant)));
   }
 }
 
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void execute(PointwiseOpcode opcode, float* out, const Source* sources, float alpha, int64_t n) {
+template <typename Finish>
+__attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, float* out,
+                                                      const Source* sources, float alpha,
+                                                      int64_t n) {
   const Source& a = sources[0];
   switch (opcode) {
     case PointwiseOpcode::kAdd:
-      if (alpha == 1.0f) return binary(out, a, sources[1], n, [](float x, float y) { return x + y; });
-      return binary(out, a, sources[1], n, [alpha](float x, float y) { return x + alpha * y; });
+      if (alpha == 1.0f) return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x + y; });
+      return binary<Finish>(out, a, sources[1], n, [alpha](float x, float y) { return x + alpha * y; });
     case PointwiseOpcode::kSub:
-      if (alpha == 1.0f) return binary(out, a, sources[1], n, [](float x, float y) { return x - y; });
-      return binary(out, a, sources[1], n, [alpha](float x, float y) { return x - alpha * y; });
+      if (alpha == 1.0f) return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x - y; });
+      return binary<Finish>(out, a, sources[1], n, [alpha](float x, float y) { return x - alpha * y; });
     case PointwiseOpcode::kMul:
-      return binary(out, a, sources[1], n, [](float x, float y) { return x * y; });
+      return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x * y; });
     case PointwiseOpcode::kDiv:
-      return binary(out, a, sources[1], n, [](float x, float y) { return x / y; });
+      return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x / y; });
     case PointwiseOpcode::kMaximum:
-      return binary(out, a, sources[1], n, [](float x, float y) {
+      return binary<Finish>(out, a, sources[1], n, [](float x, float y) {
         return (x != x || y != y) ? std::numeric_limits<float>::quiet_NaN() : std::max(x, y);
       });
     case PointwiseOpcode::kMinimum:
-      return binary(out, a, sources[1], n, [](float x, float y) {
+      return binary<Finish>(out, a, sources[1], n, [](float x, float y) {
         return (x != x || y != y) ? std::numeric_limits<float>::quiet_NaN() : std::min(x, y);
       });
     case PointwiseOpcode::kClamp: {
       const float lo = sources[1].constant;
       const float hi = sources[2].constant;
-      return unary(out, a, n, [lo, hi](float x) { return x != x ? x : std::min(std::max(x, lo), hi); });
+      return unary<Finish>(out, a, n, [lo, hi](float x) { return x != x ? x : std::min(std::max(x, lo), hi); });
     }
     case PointwiseOpcode::kNeg:
-      return unary(out, a, n, [](float x) { return -x; });
+      return unary<Finish>(out, a, n, [](float x) { return -x; });
     case PointwiseOpcode::kRelu:
-      return unary(out, a, n, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); });
+      return unary<Finish>(out, a, n, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); });
     case PointwiseOpcode::kAbs:
-      return unary(out, a, n, [](float x) { return std::fabs(x); });
+      return unary<Finish>(out, a, n, [](float x) { return std::fabs(x); });
     case PointwiseOpcode::kReciprocal:
-      return unary(out, a, n, [](float x) { return 1.0f / x; });
+      return unary<Finish>(out, a, n, [](float x) { return 1.0f / x; });
     case PointwiseOpcode::kSqrt:
-      return unary(out, a, n, [](float x) { return std::sqrt(x); });
+      return unary<Finish>(out, a, n, [](float x) { return std::sqrt(x); });
     case PointwiseOpcode::kRsqrt:
-      return unary(out, a, n, [](float x) { return 1.0f / std::sqrt(x); });
+      return unary<Finish>(out, a, n, [](float x) { return 1.0f / std::sqrt(x); });
     case PointwiseOpcode::kExp:
-      return unary(out, a, n, [](float x) { return std::exp(x); });
+      return unary<Finish>(out, a, n, [](float x) { return std::exp(x); });
     case PointwiseOpcode::kTanh:
-      return unary(out, a, n, [](float x) { return std::tanh(x); });
+      return unary<Finish>(out, a, n, [](float x) { return std::tanh(x); });
     case PointwiseOpcode::kSigmoid:
-      return unary(out, a, n, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+      return unary<Finish>(out, a, n, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
     case PointwiseOpcode::kSilu:
-      return unary(out, a, n, [](float x) { return x / (1.0f + std::exp(-x)); });
+      return unary<Finish>(out, a, n, [](float x) { return x / (1.0f + std::exp(-x)); });
+  }
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void execute(PointwiseOpcode opcode, float* out, const Source* sources, float alpha, int64_t n,
+             bool round_bfloat16) {
+  if (round_bfloat16) {
+    execute_as<RoundToBFloat16>(opcode, out, sources, alpha, n);
+  } else {
+    execute_as<KeepFloat>(opcode, out, sources, alpha, n);
   }
 }
 
@@ -163,6 +200,7 @@ struct Instruction {
   std::vector<int> registers;   // per operand: register, or -1 for a constant
   std::vector<float> constants;
   float alpha;
+  c10::ScalarType dtype;  // the output's: results are rounded to it
 };
 
 float read_scalar(const TensorSnapshot& snapshot) {
@@ -173,6 +211,14 @@ float read_scalar(const TensorSnapshot& snapshot) {
 }
 
 }  // namespace
+
+bool excess_precision() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("TORCH_TPU_FUSED_EXCESS_PRECISION");
+    return value != nullptr && std::string(value) == "1";
+  }();
+  return enabled;
+}
 
 bool pointwise_loop_supports(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops) {
   if (!plan.flat) return false;
@@ -214,7 +260,8 @@ void run_pointwise_loop(const ClusterPlan& plan, const std::vector<const Fusible
       }
       return found->second;
     };
-    Instruction instruction{expression.opcode, -1, {}, {}, expression.alpha};
+    Instruction instruction{expression.opcode, -1, {}, {}, expression.alpha,
+                            tensors[static_cast<size_t>(expression.output)].snapshot->dtype()};
     for (const PointwiseOperand& operand : expression.operands) {
       if (operand.tensor < 0) {
         instruction.registers.push_back(-1);
@@ -295,6 +342,7 @@ void run_pointwise_loop(const ClusterPlan& plan, const std::vector<const Fusible
     instruction.output = buffer_of[static_cast<size_t>(instruction.output)];
   }
 
+  const bool excess = excess_precision();
   int64_t numel = 1;
   for (int64_t size : plan.shape) numel *= size;
   const int64_t blocks = (numel + kBlock - 1) / kBlock;
@@ -316,7 +364,9 @@ void run_pointwise_loop(const ClusterPlan& plan, const std::vector<const Fusible
           const int r = instruction.registers[k];
           sources[k] = r < 0 ? Source{nullptr, instruction.constants[k]} : Source{values(r), 0.0f};
         }
-        execute(instruction.opcode, values(instruction.output), sources, instruction.alpha, n);
+        execute(instruction.opcode, values(instruction.output), sources, instruction.alpha, n,
+                instruction.dtype == c10::kBFloat16 && !excess);
+        if (instruction.dtype == c10::kHalf && !excess) round_to_half(values(instruction.output), n);
       }
       for (size_t r = 0; r < registers.size(); ++r) {
         const Register& reg = registers[r];
