@@ -70,8 +70,10 @@ using Planner = std::vector<PlannedTask> (*)(Stream& stream, std::vector<Pending
 void set_planner(Planner planner);
 void set_deferral(bool enabled);
 bool deferral_enabled();
-// Pending tasks past this many flush ("size_bound"): a program never grows without limit.
-constexpr size_t kMaxPendingTasks = 4096;
+// Pending tasks past this many flush ("size_bound"): a program never grows without limit, and
+// a long op stream starts running while the host records the rest. Flush points stay where
+// the op stream puts them, so a repeating loop still repeats its programs (cache hits).
+constexpr size_t kMaxPendingTasks = 256;
 
 // Called once on each thread the first time it runs a task, told whether it is a stream
 // worker (else a host thread running the queue in synchronize()). The PyTorch layer sizes the

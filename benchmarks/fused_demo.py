@@ -1,0 +1,122 @@
+"""The demo model (small Llama, python/torch_tpu/demo) in fused mode vs its baselines, in one
+run: tpu Strict, PyTorch CPU eager and torch.compile (Inductor, CPU).
+
+- Training step (forward, backward, AdamW, loss.item() each step): tokens/s, and peak device
+  memory for tpu modes. Targets (issue #4): fused >= 1.5x Strict tokens/s, peak memory <= 0.75x.
+- Inference (forward of a batch of sequences, logits read back): sequences/s. Target: fused >=
+  1.5x Strict.
+
+Interleaved repeats, medians. Writes benchmarks/results/fused_demo.json.
+"""
+
+import argparse
+import json
+import os
+import statistics
+import time
+
+import torch
+
+import torch_tpu
+from torch_tpu.demo.llama import Llama, LlamaConfig
+from torch_tpu.demo.train import make_batch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CONTENDERS = ["cpu_eager", "inductor", "strict", "fused"]
+
+
+def setup(contender, config, seed=0):
+    device = "cpu" if contender in ("cpu_eager", "inductor") else "tpu"
+    torch_tpu.set_mode("fused" if contender == "fused" else "strict")
+    torch.manual_seed(seed)
+    model = Llama(config).to(device)
+    step_model = torch.compile(model, backend="inductor") if contender == "inductor" else model
+    return device, model, step_model
+
+
+def train_tokens_per_second(contender, config, batches, steps, warmup):
+    device, model, step_model = setup(contender, config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    if device == "tpu":
+        torch.tpu.synchronize()
+        torch.tpu.reset_peak_memory_stats()
+    start = None
+    for step in range(steps):
+        if step == warmup:
+            start = time.perf_counter()
+        inputs, targets = (t.to(device) for t in batches[step % len(batches)])
+        _, loss = step_model(inputs, targets)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        loss.item()
+    elapsed = time.perf_counter() - start
+    tokens = (steps - warmup) * batches[0][0].numel()
+    peak = torch.tpu.max_memory_allocated() if device == "tpu" else 0
+    torch_tpu.set_mode("strict")
+    return tokens / elapsed, peak
+
+
+def inference_sequences_per_second(contender, config, inputs, iterations, warmup):
+    device, _, step_model = setup(contender, config)
+    tokens = inputs.to(device)
+    with torch.no_grad():
+        for i in range(warmup + iterations):
+            if i == warmup:
+                start = time.perf_counter()
+            step_model(tokens).cpu()
+    elapsed = time.perf_counter() - start
+    torch_tpu.set_mode("strict")
+    return iterations * inputs.shape[0] / elapsed
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--steps", type=int, default=30)
+    parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--inference-batch", type=int, default=32)
+    args = parser.parse_args()
+    config = LlamaConfig()
+    data = torch.Generator().manual_seed(1)
+    batches = [make_batch(data, config, args.batch, args.seq) for _ in range(16)]
+    inference_inputs = make_batch(data, config, args.inference_batch, args.seq)[0]
+
+    train_rates = {c: [] for c in CONTENDERS}
+    peaks = {"strict": [], "fused": []}
+    infer_rates = {c: [] for c in CONTENDERS}
+    for _ in range(args.repeats):
+        for contender in CONTENDERS:
+            rate, peak = train_tokens_per_second(contender, config, batches, args.steps, args.warmup)
+            train_rates[contender].append(rate)
+            if contender in peaks:
+                peaks[contender].append(peak)
+            infer_rates[contender].append(inference_sequences_per_second(
+                contender, config, inference_inputs, args.steps, args.warmup))
+    train = {c: statistics.median(v) for c, v in train_rates.items()}
+    infer = {c: statistics.median(v) for c, v in infer_rates.items()}
+    peak = {c: max(v) for c, v in peaks.items()}
+
+    print(f"training step (batch {args.batch} x seq {args.seq}, AdamW), median of {args.repeats}:")
+    for c in CONTENDERS:
+        print(f"  {c:<10}{train[c]:>10,.0f} tokens/s   {train[c] / train['strict']:>5.2f}x Strict")
+    print(f"  peak device memory: strict {peak['strict'] / 2**20:.1f} MiB, fused "
+          f"{peak['fused'] / 2**20:.1f} MiB ({peak['fused'] / peak['strict']:.2f}x; target <= 0.75)")
+    print(f"  fused vs Strict {train['fused'] / train['strict']:.2f}x (target >= 1.5)")
+    print(f"inference (forward, batch {args.inference_batch} x seq {args.seq}):")
+    for c in CONTENDERS:
+        print(f"  {c:<10}{infer[c]:>10,.1f} sequences/s {infer[c] / infer['strict']:>5.2f}x Strict")
+    print(f"  fused vs Strict {infer['fused'] / infer['strict']:.2f}x (target >= 1.5)")
+    os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
+    with open(os.path.join(HERE, "results", "fused_demo.json"), "w") as f:
+        json.dump({"cpus": os.cpu_count(), "training_tokens_per_second": train,
+                   "peak_memory_bytes": peak, "inference_sequences_per_second": infer,
+                   "training_fused_vs_strict": train["fused"] / train["strict"],
+                   "peak_memory_fused_vs_strict": peak["fused"] / peak["strict"],
+                   "inference_fused_vs_strict": infer["fused"] / infer["strict"]}, f, indent=2)
+
+
+if __name__ == "__main__":
+    main()
