@@ -38,8 +38,13 @@ test-python: build
 bench: build
 	$(PY) benchmarks/op_overhead.py
 	$(PY) benchmarks/demo_training.py
+	$(PY) benchmarks/fused_elementwise.py
+	$(PY) benchmarks/fused_demo.py
+	$(PY) benchmarks/collectives.py
+	$(PY) benchmarks/ddp_scaling.py
 
-# Both full sweeps in Strict and Debug; rewrites conformance/reports/ (takes a while).
+# Both full sweeps in Strict and Debug; rewrites conformance/reports/ (takes a while). Fused
+# mode is held to Strict's reports in the CI tier (tests/python/test_conformance.py).
 conformance: build
 	$(PY) -m conformance.opinfo --mode strict
 	$(PY) -m conformance.opinfo --mode debug
