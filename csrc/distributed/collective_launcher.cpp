@@ -6,6 +6,8 @@
 #include <string>
 #include <utility>
 
+#include <ATen/core/jit_type.h>
+
 #include <ATen/ops/empty_like.h>
 #include <c10/util/Exception.h>
 
@@ -127,12 +129,53 @@ uint64_t CollectiveLauncher::collectives_launched() const {
   return sequence_;
 }
 
+void CollectiveLauncher::start_coalescing() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(!coalescing_, "tpu_dist: startCoalescing called twice without endCoalescing");
+  coalescing_ = true;
+  last_coalesced_.reset();
+}
+
+c10::intrusive_ptr<c10d::Work> CollectiveLauncher::end_coalescing() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  TORCH_CHECK(coalescing_, "tpu_dist: endCoalescing called without startCoalescing");
+  coalescing_ = false;
+  if (last_coalesced_) return std::exchange(last_coalesced_, nullptr);
+  // Nothing was issued: a Work that is already complete.
+  auto done = c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()));
+  done->markCompleted(c10::IValue(std::vector<at::Tensor>{}));
+  return c10d::Work::create_from_future(done);
+}
+
+c10::intrusive_ptr<c10d::Work> CollectiveLauncher::issued(c10::intrusive_ptr<c10d::Work> work) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (coalescing_) last_coalesced_ = work;
+  return work;
+}
+
+void CollectiveLauncher::drain() {
+  std::map<int, int64_t> streams;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    streams = communication_stream_ids_;
+  }
+  for (const auto& [device, id] : streams) {
+    try {
+      runtime::Stream& stream = engine::chip(device).stream(id);
+      engine::blocking_wait([&] { stream.synchronize(); });
+    } catch (const std::exception&) {
+      // Already reported at a sync point, or nobody is left to report it to.
+    }
+  }
+}
+
 runtime::Stream& CollectiveLauncher::communication_stream(int device) {
   std::lock_guard<std::mutex> lock(mutex_);
   auto found = communication_stream_ids_.find(device);
   if (found == communication_stream_ids_.end()) {
-    runtime::Stream& stream = engine::chip(device).pool_stream(/*high_priority=*/true);
-    found = communication_stream_ids_.emplace(device, stream.id()).first;
+    // Always the first high-priority stream (not the next in the pool): process groups made
+    // one after another then share one worker thread instead of starting a new one each.
+    found = communication_stream_ids_.emplace(device, runtime::kFirstHighPriorityStreamId).first;
   }
   return engine::translate_errors(
       [&]() -> runtime::Stream& { return engine::chip(device).stream(found->second); });
@@ -188,7 +231,7 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
   if (engine::current_mode() == engine::ExecutionMode::kDebug) {
     engine::sync_stream(communication, "debug_mode");
   }
-  return work;
+  return issued(std::move(work));
 }
 
 c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(PointToPoint op) {
@@ -223,7 +266,7 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(PointToPoint op) {
   if (engine::current_mode() == engine::ExecutionMode::kDebug) {
     engine::sync_stream(communication, "debug_mode");
   }
-  return work;
+  return issued(std::move(work));
 }
 
 }  // namespace torch_tpu::distributed

@@ -60,9 +60,20 @@ class CollectiveLauncher {
 
   uint64_t collectives_launched() const;
 
+  // c10d's coalescing (_coalescing_manager with a device): ops issued in between run as usual
+  // (in order on the communication stream); end_coalescing returns a Work that completes when
+  // the last of them has, and so all of them. A real batch would be an optimization only.
+  void start_coalescing();
+  c10::intrusive_ptr<c10d::Work> end_coalescing();
+
+  // Waits for every communication stream this launcher used and frees what finished tasks hold
+  // (their tensors and transports). Errors are dropped: they were reported where waited for,
+  // or nobody waits any more. Blocks at most the process group's timeout.
+  void drain();
+
  private:
-  // The communication stream of chip `device`: one of its high-priority pool streams, chosen
-  // on first use and kept, as ProcessGroupNCCL keeps one per device.
+  // The communication stream of chip `device`: a high-priority stream, as ProcessGroupNCCL
+  // keeps one per device.
   runtime::Stream& communication_stream(int device);
 
   c10::intrusive_ptr<c10d::Backend> transport_;
@@ -72,6 +83,10 @@ class CollectiveLauncher {
   mutable std::mutex mutex_;
   uint64_t sequence_ = 0;
   std::map<int, int64_t> communication_stream_ids_;
+  bool coalescing_ = false;
+  c10::intrusive_ptr<c10d::Work> last_coalesced_;
+  // Remembers `work` if coalescing; returns it.
+  c10::intrusive_ptr<c10d::Work> issued(c10::intrusive_ptr<c10d::Work> work);
 };
 
 }  // namespace torch_tpu::distributed

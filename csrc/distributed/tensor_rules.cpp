@@ -86,6 +86,10 @@ TensorList movable(const TensorList& views, bool keep_rows) {
   return result;
 }
 
+at::Tensor flat(const at::Tensor& view) {
+  return view.is_contiguous() ? view.view({-1}) : view.as_strided({view.numel()}, {1});
+}
+
 void check_reducible(const char* op, const at::Tensor& tensor, const ReduceOp& reduce_op) {
   const c10::ScalarType dtype = tensor.scalar_type();
   if (c10::isComplexType(dtype)) {

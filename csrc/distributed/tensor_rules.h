@@ -31,6 +31,8 @@ void check_count(const char* op, size_t count, size_t expected, const char* what
 // the transport writes into it). With `keep_rows`, dim 0 is kept (all_to_all splits count rows).
 at::Tensor movable(const at::Tensor& view, bool keep_rows = false);
 TensorList movable(const TensorList& views, bool keep_rows = false);
+// A dense view as one flat dimension, in memory order (no copy).
+at::Tensor flat(const at::Tensor& view);
 
 // Reductions need a dtype the transport reduces; complex sums travel as pairs of reals.
 void check_reducible(const char* op, const at::Tensor& tensor, const c10d::ReduceOp& reduce_op);

@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include <ATen/ops/cat.h>
+#include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
 #include "distributed/tensor_rules.h"
@@ -12,15 +14,20 @@ using c10d::OpType;
 using c10d::ReduceOp;
 
 TpuDistBackend::TpuDistBackend(c10::intrusive_ptr<c10d::Backend> transport,
-                               c10::intrusive_ptr<c10d::Backend> agreement, int rank, int size,
-                               std::chrono::milliseconds timeout)
+                               c10::intrusive_ptr<c10d::Backend> agreement,
+                               c10::intrusive_ptr<c10d::Backend> host_transport, int rank,
+                               int size, std::chrono::milliseconds timeout)
     : c10d::Backend(rank, size),
       transport_(std::move(transport)),
       agreement_(std::move(agreement)),
+      host_transport_(std::move(host_transport)),
       launcher_(transport_, agreement_, rank, size) {
-  TORCH_CHECK(transport_ && agreement_, "tpu_dist: transport backends are required");
+  TORCH_CHECK(transport_ && agreement_ && host_transport_,
+              "tpu_dist: transport backends are required");
   setTimeout(timeout);
 }
+
+TpuDistBackend::~TpuDistBackend() { launcher_.drain(); }
 
 c10::intrusive_ptr<c10d::Backend::Options> TpuDistBackend::getBackendOptions() {
   auto options = c10::make_intrusive<Options>("tpu_dist");
@@ -33,13 +40,12 @@ c10::intrusive_ptr<c10d::Backend::Options> TpuDistBackend::getBackendOptions() {
 }
 
 void TpuDistBackend::setTimeout(std::chrono::milliseconds timeout) {
-  transport_->setTimeout(timeout);
-  agreement_->setTimeout(timeout);
+  for (const auto& backend : {transport_, agreement_, host_transport_}) backend->setTimeout(timeout);
 }
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::broadcast(TensorList& tensors,
                                                          const c10d::BroadcastOptions& opts) {
-  if (!check_call("broadcast", {&tensors})) return transport_->broadcast(tensors, opts);
+  if (!check_call("broadcast", {&tensors})) return host_transport_->broadcast(tensors, opts);
   check_count("broadcast", tensors.size(), 1, "tensor");
   Collective call{OpType::BROADCAST, "tpu_dist::broadcast",
                   signature_of(OpType::BROADCAST, tensors[0], -1, opts.rootRank), {}, tensors, {}};
@@ -52,7 +58,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::broadcast(TensorList& tensors,
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::allreduce(TensorList& tensors,
                                                          const c10d::AllreduceOptions& opts) {
-  if (!check_call("all_reduce", {&tensors})) return transport_->allreduce(tensors, opts);
+  if (!check_call("all_reduce", {&tensors})) return host_transport_->allreduce(tensors, opts);
   check_count("all_reduce", tensors.size(), 1, "tensor");
   check_reducible("all_reduce", tensors[0], opts.reduceOp);
   const Reduction reduction = reduction_of(opts.reduceOp);
@@ -72,7 +78,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::allreduce(TensorList& tensors,
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::allreduce_coalesced(
     TensorList& tensors, const c10d::AllreduceCoalescedOptions& opts) {
   if (!check_call("all_reduce_coalesced", {&tensors})) {
-    return transport_->allreduce_coalesced(tensors, opts);
+    return host_transport_->allreduce_coalesced(tensors, opts);
   }
   for (const at::Tensor& tensor : tensors) check_reducible("all_reduce_coalesced", tensor, opts.reduceOp);
   TORCH_CHECK(opts.reduceOp.op_ != ReduceOp::PREMUL_SUM,
@@ -89,7 +95,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::allreduce_coalesced(
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce(TensorList& tensors,
                                                       const c10d::ReduceOptions& opts) {
-  if (!check_call("reduce", {&tensors})) return transport_->reduce(tensors, opts);
+  if (!check_call("reduce", {&tensors})) return host_transport_->reduce(tensors, opts);
   check_count("reduce", tensors.size(), 1, "tensor");
   check_reducible("reduce", tensors[0], opts.reduceOp);
   const Reduction reduction = reduction_of(opts.reduceOp);
@@ -112,19 +118,37 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather(std::vector<TensorList>
                                                          const c10d::AllgatherOptions& opts) {
   TensorList flat_outputs = flatten(outputs);
   if (!check_call("all_gather", {&inputs, &flat_outputs})) {
-    return transport_->allgather(outputs, inputs, opts);
+    return host_transport_->allgather(outputs, inputs, opts);
   }
   check_count("all_gather", inputs.size(), 1, "input tensor");
   check_count("all_gather", outputs.size(), 1, "output list");
   check_count("all_gather", outputs[0].size(), static_cast<size_t>(getSize()), "output tensors");
-  check_same_sizes("all_gather", outputs[0], inputs[0].sizes(), "output tensor");
+  TORCH_CHECK(outputs[0][getRank()].sizes() == inputs[0].sizes(), "tpu_dist: all_gather: ",
+              "this rank's output tensor must have the input's sizes ", inputs[0].sizes(),
+              ", got ", outputs[0][getRank()].sizes());
+  bool even = true;
+  for (const at::Tensor& output : outputs[0]) even = even && output.sizes() == inputs[0].sizes();
   Collective call{OpType::ALLGATHER, "tpu_dist::all_gather",
-                  signature_of(OpType::ALLGATHER, inputs[0]), inputs, flat_outputs, {}};
-  call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
-    TensorList moved_inputs = movable(ins);
-    std::vector<TensorList> moved_outputs{movable(outs)};
-    transport.allgather(moved_outputs, moved_inputs, opts)->wait();
-  };
+                  signature_of(OpType::ALLGATHER, inputs[0], -1, -1, /*shape_checked=*/even),
+                  inputs, flat_outputs, {}};
+  if (even) {
+    call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+      TensorList moved_inputs = movable(ins);
+      std::vector<TensorList> moved_outputs{movable(outs)};
+      transport.allgather(moved_outputs, moved_inputs, opts)->wait();
+    };
+  } else {
+    // Ranks contribute different sizes (as NCCL allows): each rank's part is a broadcast.
+    call.run = [rank = getRank()](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
+      outs[static_cast<size_t>(rank)].copy_(ins[0]);
+      for (size_t root = 0; root < outs.size(); ++root) {
+        TensorList part{movable(outs[root])};
+        c10d::BroadcastOptions broadcast;
+        broadcast.rootRank = static_cast<int64_t>(root);
+        transport.broadcast(part, broadcast)->wait();
+      }
+    };
+  }
   return launcher_.launch(std::move(call));
 }
 
@@ -134,7 +158,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_allgather_base(at::Tensor& outpu
   TensorList inputs{input};
   TensorList outputs{output};
   if (!check_call("all_gather_into_tensor", {&inputs, &outputs})) {
-    return transport_->_allgather_base(output, input, opts);
+    return host_transport_->_allgather_base(output, input, opts);
   }
   TORCH_CHECK(output.numel() == input.numel() * getSize(), "tpu_dist: all_gather_into_tensor: ",
               "the output must hold world_size (", getSize(), ") times the input's ",
@@ -142,8 +166,8 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_allgather_base(at::Tensor& outpu
   Collective call{OpType::_ALLGATHER_BASE, "tpu_dist::all_gather_into_tensor",
                   signature_of(OpType::_ALLGATHER_BASE, input), inputs, outputs, {}};
   call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
-    at::Tensor moved_output = movable(outs[0]);
-    at::Tensor moved_input = movable(ins[0]);
+    at::Tensor moved_output = flat(movable(outs[0]));  // Gloo takes flat buffers
+    at::Tensor moved_input = flat(movable(ins[0]));
     transport._allgather_base(moved_output, moved_input, opts)->wait();
   };
   return launcher_.launch(std::move(call));
@@ -153,7 +177,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_coalesced(
     std::vector<TensorList>& outputs, TensorList& inputs, const c10d::AllgatherOptions& opts) {
   TensorList flat_outputs = flatten(outputs);
   if (!check_call("all_gather_coalesced", {&inputs, &flat_outputs})) {
-    return transport_->allgather_coalesced(outputs, inputs, opts);
+    return host_transport_->allgather_coalesced(outputs, inputs, opts);
   }
   check_count("all_gather_coalesced", outputs.size(), static_cast<size_t>(getSize()), "output lists");
   for (const TensorList& list : outputs) {
@@ -175,7 +199,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_coalesced(
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_into_tensor_coalesced(
     TensorList& outputs, TensorList& inputs, const c10d::AllgatherOptions& opts) {
   if (!check_call("all_gather_into_tensor_coalesced", {&inputs, &outputs})) {
-    return transport_->allgather_into_tensor_coalesced(outputs, inputs, opts);
+    return host_transport_->allgather_into_tensor_coalesced(outputs, inputs, opts);
   }
   check_count("all_gather_into_tensor_coalesced", outputs.size(), inputs.size(), "outputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -187,8 +211,8 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::allgather_into_tensor_coalesced(
                   signature_of_many(OpType::COALESCED, inputs), inputs, outputs, {}};
   call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
     for (size_t i = 0; i < ins.size(); ++i) {
-      at::Tensor moved_output = movable(outs[i]);
-      at::Tensor moved_input = movable(ins[i]);
+      at::Tensor moved_output = flat(movable(outs[i]));
+      at::Tensor moved_input = flat(movable(ins[i]));
       transport._allgather_base(moved_output, moved_input, opts)->wait();
     }
   };
@@ -199,7 +223,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::gather(std::vector<TensorList>& o
                                                       TensorList& inputs,
                                                       const c10d::GatherOptions& opts) {
   TensorList flat_outputs = flatten(outputs);
-  if (!check_call("gather", {&inputs, &flat_outputs})) return transport_->gather(outputs, inputs, opts);
+  if (!check_call("gather", {&inputs, &flat_outputs})) return host_transport_->gather(outputs, inputs, opts);
   check_count("gather", inputs.size(), 1, "input tensor");
   if (getRank() == opts.rootRank) {
     check_count("gather", outputs.size(), 1, "output list on the root");
@@ -225,7 +249,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::scatter(TensorList& outputs,
                                                        std::vector<TensorList>& inputs,
                                                        const c10d::ScatterOptions& opts) {
   TensorList flat_inputs = flatten(inputs);
-  if (!check_call("scatter", {&outputs, &flat_inputs})) return transport_->scatter(outputs, inputs, opts);
+  if (!check_call("scatter", {&outputs, &flat_inputs})) return host_transport_->scatter(outputs, inputs, opts);
   check_count("scatter", outputs.size(), 1, "output tensor");
   const bool is_root = getRank() == opts.rootRank;
   if (is_root) {
@@ -252,7 +276,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce_scatter(std::vector<at::Te
                                                               const c10d::ReduceScatterOptions& opts) {
   TensorList flat_inputs = flatten(inputs);
   if (!check_call("reduce_scatter", {&outputs, &flat_inputs})) {
-    return transport_->reduce_scatter(outputs, inputs, opts);
+    return host_transport_->reduce_scatter(outputs, inputs, opts);
   }
   check_count("reduce_scatter", outputs.size(), 1, "output tensor");
   check_count("reduce_scatter", inputs.size(), 1, "input list");
@@ -278,7 +302,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_reduce_scatter_base(
   TensorList inputs{input};
   TensorList outputs{output};
   if (!check_call("reduce_scatter_tensor", {&inputs, &outputs})) {
-    return transport_->_reduce_scatter_base(output, input, opts);
+    return host_transport_->_reduce_scatter_base(output, input, opts);
   }
   TORCH_CHECK(input.numel() == output.numel() * getSize(), "tpu_dist: reduce_scatter_tensor: ",
               "the input must hold world_size (", getSize(), ") times the output's ",
@@ -295,8 +319,8 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_reduce_scatter_base(
       source = ins[0].clone();  // the caller's input must stay unscaled
       premultiply(reduction, source, ins.size() > 1 ? &ins[1] : nullptr);
     }
-    at::Tensor reduced_output = reducible(outs[0]);
-    at::Tensor reduced_input = reducible(source);
+    at::Tensor reduced_output = flat(reducible(outs[0]));  // Gloo takes flat buffers
+    at::Tensor reduced_input = flat(reducible(source));
     c10d::ReduceScatterOptions transport_opts = opts;
     transport_opts.reduceOp = reduction.op;
     transport._reduce_scatter_base(reduced_output, reduced_input, transport_opts)->wait();
@@ -307,7 +331,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::_reduce_scatter_base(
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce_scatter_tensor_coalesced(
     TensorList& outputs, TensorList& inputs, const c10d::ReduceScatterOptions& opts) {
   if (!check_call("reduce_scatter_tensor_coalesced", {&inputs, &outputs})) {
-    return transport_->reduce_scatter_tensor_coalesced(outputs, inputs, opts);
+    return host_transport_->reduce_scatter_tensor_coalesced(outputs, inputs, opts);
   }
   check_count("reduce_scatter_tensor_coalesced", outputs.size(), inputs.size(), "outputs");
   for (size_t i = 0; i < inputs.size(); ++i) {
@@ -325,8 +349,8 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce_scatter_tensor_coalesced(
                   inputs, outputs, {}};
   call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
     for (size_t i = 0; i < ins.size(); ++i) {
-      at::Tensor reduced_output = reducible(outs[i]);
-      at::Tensor reduced_input = reducible(ins[i]);
+      at::Tensor reduced_output = flat(reducible(outs[i]));
+      at::Tensor reduced_input = flat(reducible(ins[i]));
       transport._reduce_scatter_base(reduced_output, reduced_input, opts)->wait();
     }
   };
@@ -340,7 +364,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall_base(at::Tensor& output,
   TensorList inputs{input};
   TensorList outputs{output};
   if (!check_call("all_to_all_single", {&inputs, &outputs})) {
-    return transport_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
+    return host_transport_->alltoall_base(output, input, output_split_sizes, input_split_sizes, opts);
   }
   const auto check_splits = [&](const std::vector<int64_t>& splits, const at::Tensor& tensor,
                                 const char* which) {
@@ -371,6 +395,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall_base(at::Tensor& output,
                  c10d::Backend& transport, TensorList& ins, TensorList& outs) mutable {
     at::Tensor moved_output = movable(outs[0], /*keep_rows=*/true);
     at::Tensor moved_input = movable(ins[0], /*keep_rows=*/true);
+    // Gloo takes the split vectors over (moves them): a task that runs once may hand its own.
     transport.alltoall_base(moved_output, moved_input, output_splits, input_splits, opts)->wait();
   };
   return launcher_.launch(std::move(call));
@@ -378,21 +403,43 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall_base(at::Tensor& output,
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::alltoall(TensorList& outputs, TensorList& inputs,
                                                         const c10d::AllToAllOptions& opts) {
-  if (!check_call("all_to_all", {&inputs, &outputs})) return transport_->alltoall(outputs, inputs, opts);
+  if (!check_call("all_to_all", {&inputs, &outputs})) return host_transport_->alltoall(outputs, inputs, opts);
   check_count("all_to_all", inputs.size(), static_cast<size_t>(getSize()), "input tensors");
   check_count("all_to_all", outputs.size(), static_cast<size_t>(getSize()), "output tensors");
   CallSignature signature = signature_of(OpType::ALLTOALL, inputs[0], -1, -1, /*shape_checked=*/false);
   Collective call{OpType::ALLTOALL, "tpu_dist::all_to_all", signature, inputs, outputs, {}};
+  // Any sizes (as NCCL allows): the parts travel as bytes through one all_to_all_single.
   call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {
-    TensorList moved_outputs = movable(outs);
-    TensorList moved_inputs = movable(ins);
-    transport.alltoall(moved_outputs, moved_inputs, opts)->wait();
+    const auto bytes_of = [](const TensorList& views, std::vector<int64_t>& splits) {
+      TensorList parts;
+      for (const at::Tensor& view : views) {
+        parts.push_back(flat(view).view(at::kByte));
+        splits.push_back(parts.back().numel());
+      }
+      return parts;
+    };
+    std::vector<int64_t> input_splits;
+    std::vector<int64_t> output_splits;
+    at::Tensor sent = at::cat(bytes_of(ins, input_splits));
+    const TensorList received_parts = bytes_of(outs, output_splits);
+    int64_t received_bytes = 0;
+    for (int64_t split : output_splits) received_bytes += split;
+    at::Tensor received = at::empty({received_bytes}, at::TensorOptions().dtype(at::kByte));
+    // Gloo takes the split vectors over (moves them): hand it copies.
+    std::vector<int64_t> output_counts = output_splits;
+    std::vector<int64_t> input_counts = input_splits;
+    transport.alltoall_base(received, sent, output_counts, input_counts, opts)->wait();
+    int64_t offset = 0;
+    for (size_t i = 0; i < received_parts.size(); ++i) {
+      received_parts[i].copy_(received.narrow(0, offset, output_splits[i]));
+      offset += output_splits[i];
+    }
   };
   return launcher_.launch(std::move(call));
 }
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::send(TensorList& tensors, int dst_rank, int tag) {
-  if (!check_call("send", {&tensors})) return transport_->send(tensors, dst_rank, tag);
+  if (!check_call("send", {&tensors})) return host_transport_->send(tensors, dst_rank, tag);
   check_count("send", tensors.size(), 1, "tensor");
   PointToPoint op{OpType::SEND, "tpu_dist::send", tensors[0], {}};
   op.post = [dst_rank, tag](c10d::Backend& transport, at::Tensor& view) {
@@ -403,7 +450,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::send(TensorList& tensors, int dst
 }
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::recv(TensorList& tensors, int src_rank, int tag) {
-  if (!check_call("recv", {&tensors})) return transport_->recv(tensors, src_rank, tag);
+  if (!check_call("recv", {&tensors})) return host_transport_->recv(tensors, src_rank, tag);
   check_count("recv", tensors.size(), 1, "tensor");
   PointToPoint op{OpType::RECV, "tpu_dist::recv", tensors[0], {}};
   op.post = [src_rank, tag](c10d::Backend& transport, at::Tensor& view) {
@@ -414,7 +461,7 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::recv(TensorList& tensors, int src
 }
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::recvAnysource(TensorList& tensors, int tag) {
-  if (!check_call("recv", {&tensors})) return transport_->recvAnysource(tensors, tag);
+  if (!check_call("recv", {&tensors})) return host_transport_->recvAnysource(tensors, tag);
   check_count("recv", tensors.size(), 1, "tensor");
   PointToPoint op{OpType::RECVANYSOURCE, "tpu_dist::recv_any_source", tensors[0], {}};
   op.post = [tag](c10d::Backend& transport, at::Tensor& view) {
@@ -425,17 +472,17 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::recvAnysource(TensorList& tensors
 }
 
 c10::intrusive_ptr<c10d::Work> TpuDistBackend::barrier(const c10d::BarrierOptions& opts) {
-  return transport_->barrier(opts);
+  return host_transport_->barrier(opts);
 }
 
 void TpuDistBackend::monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) {
-  transport_->monitoredBarrier(opts, wait_all_ranks);
+  host_transport_->monitoredBarrier(opts, wait_all_ranks);
 }
 
 void TpuDistBackend::setSequenceNumberForGroup() { transport_->setSequenceNumberForGroup(); }
 
 uint64_t TpuDistBackend::getSequenceNumberForGroup() {
-  return transport_->getSequenceNumberForGroup();
+  return host_transport_->getSequenceNumberForGroup();
 }
 
 void TpuDistBackend::abort() {

@@ -17,11 +17,16 @@ namespace torch_tpu::distributed {
 
 class TpuDistBackend : public c10d::Backend {
  public:
-  // `transport` and `agreement` are two Gloo backends over the same ranks (made by the Python
-  // creator function): the first moves the data, the second only the call signatures.
+  // Three Gloo backends over the same ranks (made by the Python creator function), each used
+  // from one place so its calls go out in the same order on every rank: `transport` moves tpu
+  // data (from the communication stream), `agreement` the call signatures (posted at issue),
+  // `host_transport` CPU tensors and barriers (from the host, as Gloo itself would).
   TpuDistBackend(c10::intrusive_ptr<c10d::Backend> transport,
-                 c10::intrusive_ptr<c10d::Backend> agreement, int rank, int size,
+                 c10::intrusive_ptr<c10d::Backend> agreement,
+                 c10::intrusive_ptr<c10d::Backend> host_transport, int rank, int size,
                  std::chrono::milliseconds timeout);
+  // Finishes queued collectives (see shutdown()).
+  ~TpuDistBackend() override;
 
   const std::string getBackendName() const override { return "tpu_dist"; }
   c10::intrusive_ptr<Options> getBackendOptions() override;
@@ -74,8 +79,12 @@ class TpuDistBackend : public c10d::Backend {
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor>& tensors,
                                                int tag) override;
   // Host-blocking on wait(), as NCCL's barrier is; ordered after nothing on the chip.
+  // Barriers and CPU tensors use the host transport.
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
   void monitoredBarrier(const c10d::BarrierOptions& opts, bool wait_all_ranks) override;
+
+  void startCoalescing() override { launcher_.start_coalescing(); }
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override { return launcher_.end_coalescing(); }
 
   void setSequenceNumberForGroup() override;
   uint64_t getSequenceNumberForGroup() override;
@@ -87,6 +96,7 @@ class TpuDistBackend : public c10d::Backend {
  private:
   c10::intrusive_ptr<c10d::Backend> transport_;
   c10::intrusive_ptr<c10d::Backend> agreement_;
+  c10::intrusive_ptr<c10d::Backend> host_transport_;
   CollectiveLauncher launcher_;
 };
 

@@ -16,10 +16,10 @@ void init_distributed(py::module_& m) {
   py::class_<distributed::TpuDistBackend, c10d::Backend,
              c10::intrusive_ptr<distributed::TpuDistBackend>>(
       m, "_TpuDistBackend", "tpu_dist: c10d backend for tpu tensors over a Gloo transport")
-      .def(py::init<c10::intrusive_ptr<c10d::Backend>, c10::intrusive_ptr<c10d::Backend>, int,
-                    int, std::chrono::milliseconds>(),
-           py::arg("transport"), py::arg("agreement"), py::arg("rank"), py::arg("size"),
-           py::arg("timeout"))
+      .def(py::init<c10::intrusive_ptr<c10d::Backend>, c10::intrusive_ptr<c10d::Backend>,
+                    c10::intrusive_ptr<c10d::Backend>, int, int, std::chrono::milliseconds>(),
+           py::arg("transport"), py::arg("agreement"), py::arg("host_transport"), py::arg("rank"),
+           py::arg("size"), py::arg("timeout"), py::call_guard<py::gil_scoped_release>())
       .def_property_readonly("transport", &distributed::TpuDistBackend::transport);
 }
 

@@ -19,6 +19,7 @@ namespace torch_tpu::runtime {
 // Streams per priority in a chip's pool (pool streams are reused round-robin, like CUDA's).
 constexpr int kStreamsPerPool = 4;
 constexpr int64_t kDefaultStreamId = 0;
+constexpr int64_t kFirstHighPriorityStreamId = 1 + kStreamsPerPool;
 
 class Chip {
  public:
