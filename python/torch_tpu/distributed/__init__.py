@@ -27,9 +27,10 @@ def _create_backend(options, backend_options):
         store = dist.PrefixStore(f"tpu_dist_{name}/", options.store)
         return dist.ProcessGroupGloo(store, options.group_rank, options.group_size, timeout)
 
-    # Data moves through one Gloo group; the ranks' call signatures through another.
+    # tpu data, the ranks' call signatures, and CPU tensors / barriers each get their own Gloo
+    # group: each group's calls then go out in program order on every rank.
     return _C._TpuDistBackend(
-        gloo_group("transport"), gloo_group("agreement"),
+        gloo_group("transport"), gloo_group("agreement"), gloo_group("host"),
         options.group_rank, options.group_size, timeout,
     )
 
