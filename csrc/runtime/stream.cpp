@@ -69,14 +69,16 @@ Stream::~Stream() {
   delete head_;
 }
 
-void Stream::enqueue(const char* op_name, Task task, std::shared_ptr<const void> description) {
+void Stream::enqueue(const char* op_name, Task task, std::shared_ptr<const void> description,
+                     bool program_boundary) {
   if (deferral_enabled()) {
     bool full = false;
     {
       std::lock_guard<std::mutex> lock(pending_mutex_);
       pending_.push_back(PendingTask{op_name, std::move(task), std::move(description)});
       has_pending_.store(true, std::memory_order_release);
-      full = pending_.size() >= kMaxPendingTasks;
+      full = pending_.size() >= kMaxPendingTasks ||
+             (program_boundary && pending_.size() >= kSoftPendingTasks);
     }
     if (full) flush("size_bound");
     return;

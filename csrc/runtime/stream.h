@@ -74,6 +74,10 @@ bool deferral_enabled();
 // a long op stream starts running while the host records the rest. Flush points stay where
 // the op stream puts them, so a repeating loop still repeats its programs (cache hits).
 constexpr size_t kMaxPendingTasks = 256;
+// Past this many, a task that marks a good program boundary (the planner would not fuse across
+// it) flushes too ("size_bound"): the chip starts working while the host records more, and the
+// boundaries still depend only on the op stream, so a repeating loop repeats its programs.
+constexpr size_t kSoftPendingTasks = 32;
 
 // Called once on each thread the first time it runs a task, told whether it is a stream
 // worker (else a host thread running the queue in synchronize()). The PyTorch layer sizes the
@@ -94,7 +98,8 @@ class Stream {
   // The worker keeps the first exception a task throws and keeps running later tasks. A task
   // that throws AsyncOpError names its op itself (a program's node). While deferral is on, the
   // task (with its `description`, for the planner) waits in the pending list instead.
-  void enqueue(const char* op_name, Task task, std::shared_ptr<const void> description = nullptr);
+  void enqueue(const char* op_name, Task task, std::shared_ptr<const void> description = nullptr,
+               bool program_boundary = false);
   // Plans and queues the pending tasks, if any. `reason` (interned) goes to the planner.
   void flush(const char* reason);
   bool has_pending() const;

@@ -244,6 +244,20 @@ TEST_F(DeferralTest, SynchronizeFlushesAndTheSizeBoundFlushesOnItsOwn) {
   EXPECT_EQ(reasons.back(), "synchronize");
 }
 
+TEST_F(DeferralTest, PastTheSoftBoundAProgramBoundaryFlushes) {
+  Stream stream(0, 0, 0);
+  int count = 0;
+  for (size_t i = 0; i < kSoftPendingTasks + 5; ++i) {
+    stream.enqueue("test::fusible", [&] { ++count; });  // not a boundary: keeps recording
+  }
+  EXPECT_TRUE(reasons.empty());
+  stream.enqueue("test::boundary", [&] { ++count; }, nullptr, /*program_boundary=*/true);
+  ASSERT_EQ(reasons, (std::vector<std::string>{"size_bound"}));
+  EXPECT_EQ(batch_sizes.back(), kSoftPendingTasks + 6);
+  stream.synchronize();
+  EXPECT_EQ(count, static_cast<int>(kSoftPendingTasks + 6));
+}
+
 TEST_F(DeferralTest, AProgramNodeNamesItsOwnOpWhenItFails) {
   Stream stream(0, 0, 0);
   stream.enqueue("test::node", [] { throw AsyncOpError("aten::mul", "bad input"); });
