@@ -197,7 +197,10 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
   runtime::Stream& communication = communication_stream(device);
   // Fused mode: the ops that produce the inputs run now, as a program (DESIGN §4).
   caller.flush("collective");
-  if (&caller != &communication) {
+  // A caller stream with nothing queued has produced the inputs already: no mark to wait for
+  // (saves a hand-off between two threads per collective). A failure it kept still travels:
+  // query() says done only once every task ran, and their errors are reported at its syncs.
+  if (&caller != &communication && !caller.query()) {
     runtime::Event inputs_ready;
     inputs_ready.record(caller);
     inputs_ready.block(communication);
