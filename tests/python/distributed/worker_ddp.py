@@ -126,6 +126,9 @@ def ddp_default_allreduce(ctx: Ctx) -> None:
     ref, ref_losses = reference(ctx)
     ddp, losses = train_ddp(ctx)
     compare(ctx, ddp, losses, ref, ref_losses, "DDP")
+    # DDP's step timer (a device's own, registered by the backend) fed its logging data.
+    timings = ddp._get_ddp_logging_data()
+    assert timings.get("avg_forward_compute_time", 0) > 0, f"no DDP timings: {timings}"
 
 
 @checks()
