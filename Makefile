@@ -43,13 +43,15 @@ bench: build
 	$(PY) benchmarks/collectives.py
 	$(PY) benchmarks/ddp_scaling.py
 
-# Both full sweeps in Strict and Debug; rewrites conformance/reports/ (takes a while). Fused
-# mode is held to Strict's reports in the CI tier (tests/python/test_conformance.py).
+# Both full sweeps in Strict, Debug and Fused mode; rewrites conformance/reports/ (takes a
+# while). The CI tier holds fused mode to Strict's reports (tests/python/test_conformance.py).
 conformance: build
 	$(PY) -m conformance.opinfo --mode strict
 	$(PY) -m conformance.opinfo --mode debug
+	$(PY) -m conformance.opinfo --mode fused
 	$(PY) -m conformance.hf --mode strict
 	$(PY) -m conformance.hf --mode debug
+	$(PY) -m conformance.hf --mode fused
 
 clean:
 	rm -rf build

@@ -27,12 +27,13 @@ class QueuedPointwiseOp : public executors::host::FusibleOp {
                     std::vector<int64_t> shape)
       : name_(name), queued_(std::move(queued)), shape_(std::move(shape)) {}
 
-  // Adds the tensor at `slot` (captured tensors, then targets) of the queued op.
+  // Adds the tensor at `slot` (captured tensors, then targets) of the queued op. Arguments are
+  // read (an in-place op's self too), except out= arguments; fresh targets are only written.
   void add(size_t slot, const executors::host::TensorSnapshot& snapshot, const at::Tensor& tensor,
-           bool written) {
+           bool written, bool read) {
     slots_.push_back(slot);
     tensors_.push_back(FusedTensor{&snapshot, tensor.storage().unsafeGetStorageImpl(),
-                                   offset_bytes(tensor), written});
+                                   offset_bytes(tensor), written, read});
   }
   size_t slot_of(size_t tensor) const { return slots_[tensor]; }
   // The fused index of the tensor at `slot`, or -1.
@@ -208,17 +209,23 @@ std::shared_ptr<const engine::OpDescription> describe_op(
   description->structure = std::move(structure);
   const CapturedArgs& captured = queued->captured;
   // The argument tensors, in the order they were captured.
-  std::vector<std::pair<at::Tensor, bool>> captured_tensors;  // tensor, written
+  struct ArgTensor {
+    at::Tensor tensor;
+    bool written;
+    bool read;  // false for out= arguments
+  };
+  std::vector<ArgTensor> captured_tensors;
   for (size_t a = 0; a < args.size(); ++a) {
     const bool written = a < plan.written_args.size() && plan.written_args[a];
+    const bool read = !(a < plan.out_args.size() && plan.out_args[a]);
     const c10::IValue& arg = args[a];
     if (arg.isTensor()) {
-      captured_tensors.emplace_back(arg.toTensor(), written);
+      captured_tensors.push_back({arg.toTensor(), written, read});
     } else if (arg.isTensorList()) {
-      for (const at::Tensor& tensor : arg.toTensorList()) captured_tensors.emplace_back(tensor, written);
+      for (const at::Tensor& tensor : arg.toTensorList()) captured_tensors.push_back({tensor, written, read});
     } else if (arg.isOptionalTensorList()) {
       for (const std::optional<at::Tensor> tensor : arg.toOptionalTensorList()) {
-        captured_tensors.emplace_back(tensor.value_or(at::Tensor()), written);
+        captured_tensors.push_back({tensor.value_or(at::Tensor()), written, read});
       }
     }
   }
@@ -229,7 +236,7 @@ std::shared_ptr<const engine::OpDescription> describe_op(
         StorageRef{c10::weak_intrusive_ptr<c10::StorageImpl>(tensor.storage().getWeakStorageImpl()),
                    written});
   };
-  for (const auto& [tensor, written] : captured_tensors) add_ref(tensor, written);
+  for (const ArgTensor& arg : captured_tensors) add_ref(arg.tensor, arg.written);
   for (const at::Tensor& tensor : fresh) add_ref(tensor, true);
 
   // Pointwise ops with one output shape, writing through out= or in place, can be fused.
@@ -241,11 +248,13 @@ std::shared_ptr<const engine::OpDescription> describe_op(
   }
   auto op = std::make_shared<QueuedPointwiseOp>(plan.name.c_str(), queued, shape.vec());
   for (size_t i = 0; i < captured_tensors.size(); ++i) {
-    const auto& [tensor, written] = captured_tensors[i];
-    if (is_tpu_tensor(tensor)) op->add(i, captured.tensors[i].snapshot, tensor, written);
+    const ArgTensor& arg = captured_tensors[i];
+    if (is_tpu_tensor(arg.tensor)) {
+      op->add(i, captured.tensors[i].snapshot, arg.tensor, arg.written, arg.read);
+    }
   }
   for (size_t t = 0; t < fresh.size(); ++t) {
-    op->add(captured.tensors.size() + t, queued->targets[t], fresh[t], true);
+    op->add(captured.tensors.size() + t, queued->targets[t], fresh[t], true, false);
   }
   if (auto expression = expression_of(plan, *queued, *op)) op->set_expression(std::move(*expression));
   description->fusible = std::move(op);

@@ -65,7 +65,9 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
                                       name == "aten::linspace" || name == "aten::logspace";
   plan->pointwise = is_pointwise_op(name) && plan->generator_args.empty();
   for (const auto& arg : args) {
-    plan->written_args.push_back(arg.alias_info() != nullptr && arg.alias_info()->isWrite());
+    const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+    plan->written_args.push_back(written);
+    plan->out_args.push_back(written && arg.kwarg_only());
   }
   plan->accepts_cpu_tensors = name == "aten::index" || name == "aten::index_put_" ||
                               name == "aten::_index_put_impl_" || name == "aten::index_put";

@@ -34,6 +34,7 @@ struct OpPlan {
   // which the fused loop engine may run in chunks (privateuse1/fusible_ops.h).
   bool pointwise = false;
   std::vector<bool> written_args;  // per argument: the op writes it (in-place / out=)
+  std::vector<bool> out_args;      // per argument: an out= argument (written, never read)
 };
 
 // The cached plan of `op` (thread-safe; the reference stays valid).

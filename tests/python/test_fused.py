@@ -178,3 +178,15 @@ for _ in range(3):
     text = "".join((tmp_path / name).read_text() for name in dumps)
     assert "flushed by item" in text
     assert "fused kernel over [8]" in text and "aten::relu" in text
+
+
+def test_a_dead_tensor_updated_in_place_is_still_read_before_the_update():
+    """`a` dies after its in-place update, but the fused kernel must still read its old
+    contents for `y` (only storages a cluster writes before reading may stay in scratch)."""
+    x_cpu, x = cpu_and_tpu(64, 64)
+    a_cpu, a = cpu_and_tpu(64, 64, seed=1)
+    torch.tpu.synchronize()
+    y = x * a
+    a.add_(1)
+    del a
+    assert_tpu_close(y, x_cpu * a_cpu)

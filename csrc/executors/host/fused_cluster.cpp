@@ -73,6 +73,9 @@ bool ClusterBuilder::try_add(const FusibleOp& op) {
     }
   }
   for (const FusedTensor& tensor : op.tensors()) {
+    if (tensor.read && !written_.count(tensor.storage)) read_before_written_.insert(tensor.storage);
+  }
+  for (const FusedTensor& tensor : op.tensors()) {
     if (tensor.written && !written_.count(tensor.storage)) written_order_.push_back(tensor.storage);
   }
   accesses_ = std::move(accesses);
@@ -87,7 +90,7 @@ ClusterPlan ClusterBuilder::finish(
   plan.shape = shape_;
   std::map<const c10::StorageImpl*, int> scratch_slot;
   for (const c10::StorageImpl* storage : written_order_) {
-    if (internal(storage)) {
+    if (!read_before_written_.count(storage) && internal(storage)) {
       scratch_slot[storage] = static_cast<int>(plan.scratch_dtypes.size());
       plan.scratch_dtypes.push_back(accesses_.at(storage).front().dtype);
     }

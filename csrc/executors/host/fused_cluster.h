@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <vector>
 
 #include "executors/host/fusible_op.h"
@@ -45,7 +46,8 @@ class ClusterBuilder {
   size_t size() const { return ops_.size(); }
   // Storages the cluster writes, in first-written order.
   const std::vector<const c10::StorageImpl*>& written() const { return written_order_; }
-  // The plan; `internal(storage)` says whether a written storage may stay in scratch.
+  // The plan; `internal(storage)` says whether a written storage may stay in scratch (only
+  // storages the cluster writes before it reads them can).
   ClusterPlan finish(const std::function<bool(const c10::StorageImpl*)>& internal) const;
 
  private:
@@ -60,6 +62,8 @@ class ClusterBuilder {
   std::map<const c10::StorageImpl*, std::vector<Geometry>> accesses_;
   std::map<const c10::StorageImpl*, bool> written_;
   std::vector<const c10::StorageImpl*> written_order_;
+  // Storages whose contents from before the cluster some op reads (never scratch-only).
+  std::set<const c10::StorageImpl*> read_before_written_;
 };
 
 // Runs the cluster's ops (in planned order) chunk by chunk; chunks run in parallel on the

@@ -30,6 +30,7 @@ struct FusedTensor {
   const c10::StorageImpl* storage = nullptr;  // identity, for aliasing and liveness
   int64_t offset_bytes = 0;                   // where in the storage element 0 sits
   bool written = false;
+  bool read = true;  // false for an output the op only writes (its old contents do not matter)
 };
 
 // The elementwise computation of an op, for the register-level fused loop
