@@ -32,14 +32,13 @@ import torch
 import torch.distributed as dist
 
 import torch_tpu  # noqa: F401  (registers tpu)
-from rank_launcher import launch, tpu_dist_registered
+from rank_launcher import chosen_backends, launch
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
 OPS = ("all_reduce", "all_gather", "reduce_scatter")
 DEFAULT_SIZES = [4 << 10, 16 << 10, 64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20, 64 << 20]
 TARGET_FROM_BYTES = 1 << 20
 TARGET_RATIO = 0.9
-DEVICE_OF = {"gloo": "cpu", "tpu_dist": "tpu"}
 
 
 def human(nbytes: int) -> str:
@@ -211,17 +210,7 @@ def main():
         worker(args)
         return
 
-    requested = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = [b for b in requested if b not in DEVICE_OF]
-    if unknown:
-        parser.error(f"unknown backend(s) {unknown} (known: gloo, tpu_dist)")
-    backends = ["gloo"] + [b for b in requested if b != "gloo"]
-    note = None
-    if "tpu_dist" in backends and not tpu_dist_registered():
-        note = ("tpu_dist is not registered (import torch_tpu did not register a c10d backend of "
-                "that name): measuring the Gloo baseline only")
-        print(f"NOTE: {note}")
-        backends.remove("tpu_dist")
+    backends, note = chosen_backends(parser, args.backends, "the Gloo baseline")
     for nbytes in args.sizes:
         if nbytes % (4 * args.world_size):
             parser.error(f"size {nbytes} is not a multiple of 4 * world size")

@@ -41,12 +41,11 @@ import torch
 import torch.distributed as dist
 
 import torch_tpu  # noqa: F401  (registers tpu)
-from rank_launcher import launch, tpu_dist_registered
+from rank_launcher import DEVICE_OF, chosen_backends, launch
 from torch_tpu.demo.llama import Llama, LlamaConfig
 from torch_tpu.demo.train import make_batch
 
 RESULTS = os.path.join(os.path.dirname(os.path.abspath(__file__)), "results")
-DEVICE_OF = {"gloo": "cpu", "tpu_dist": "tpu"}
 TARGET_RELATIVE = 0.9
 LAUNCHES = ("ddp", "single", "single_half")
 
@@ -172,17 +171,7 @@ def main():
         worker(args)
         return
 
-    requested = [b.strip() for b in args.backends.split(",") if b.strip()]
-    unknown = [b for b in requested if b not in DEVICE_OF]
-    if unknown:
-        parser.error(f"unknown backend(s) {unknown} (known: gloo, tpu_dist)")
-    backends = ["gloo"] + [b for b in requested if b != "gloo"]
-    note = None
-    if "tpu_dist" in backends and not tpu_dist_registered():
-        note = ("tpu_dist is not registered (import torch_tpu did not register a c10d backend of "
-                "that name): measuring the CPU/Gloo reference only")
-        print(f"NOTE: {note}")
-        backends.remove("tpu_dist")
+    backends, note = chosen_backends(parser, args.backends, "the CPU/Gloo reference")
 
     cores = os.cpu_count() or 1
     world = args.world_size

@@ -14,8 +14,28 @@ import torch.distributed as dist
 import torch_tpu  # noqa: F401  (registers tpu and tpu_dist)
 
 
+DEVICE_OF = {"gloo": "cpu", "tpu_dist": "tpu"}
+
+
 def tpu_dist_registered() -> bool:
     return "tpu_dist" in dist.Backend.backend_list
+
+
+def chosen_backends(parser, text: str, baseline: str):
+    """The backends a --backends value names, Gloo (the baseline) first; tpu_dist is dropped
+    with a printed note when it is not registered. Returns (backends, note or None)."""
+    requested = [b.strip() for b in text.split(",") if b.strip()]
+    unknown = [b for b in requested if b not in DEVICE_OF]
+    if unknown:
+        parser.error(f"unknown backend(s) {unknown} (known: gloo, tpu_dist)")
+    backends = ["gloo"] + [b for b in requested if b != "gloo"]
+    note = None
+    if "tpu_dist" in backends and not tpu_dist_registered():
+        note = ("tpu_dist is not registered (import torch_tpu did not register a c10d backend of "
+                f"that name): measuring {baseline} only")
+        print(f"NOTE: {note}")
+        backends.remove("tpu_dist")
+    return backends, note
 
 
 def free_port() -> int:

@@ -31,17 +31,14 @@ class QueuedPointwiseOp : public executors::host::FusibleOp {
   // read (an in-place op's self too), except out= arguments; fresh targets are only written.
   void add(size_t slot, const executors::host::TensorSnapshot& snapshot, const at::Tensor& tensor,
            bool written, bool read) {
-    slots_.push_back(slot);
+    if (slot >= tensor_at_slot_.size()) tensor_at_slot_.resize(slot + 1, -1);
+    tensor_at_slot_[slot] = static_cast<int>(tensors_.size());
     tensors_.push_back(FusedTensor{&snapshot, tensor.storage().unsafeGetStorageImpl(),
                                    offset_bytes(tensor), written, read});
   }
-  size_t slot_of(size_t tensor) const { return slots_[tensor]; }
   // The fused index of the tensor at `slot`, or -1.
   int tensor_at_slot(size_t slot) const {
-    for (size_t i = 0; i < slots_.size(); ++i) {
-      if (slots_[i] == slot) return static_cast<int>(i);
-    }
-    return -1;
+    return slot < tensor_at_slot_.size() ? tensor_at_slot_[slot] : -1;
   }
   void set_expression(executors::host::PointwiseExpression expression) {
     expression_ = std::move(expression);
@@ -55,16 +52,15 @@ class QueuedPointwiseOp : public executors::host::FusibleOp {
   c10::IntArrayRef iteration_shape() const override { return shape_; }
   const std::vector<FusedTensor>& tensors() const override { return tensors_; }
   void run(const std::function<at::Tensor(size_t)>& view) const override {
-    std::vector<int> tensor_of_slot(queued_->captured.tensors.size() + queued_->targets.size(), -1);
-    for (size_t i = 0; i < slots_.size(); ++i) tensor_of_slot[slots_[i]] = static_cast<int>(i);
-    run_queued_on(*queued_, [&](size_t slot) { return view(static_cast<size_t>(tensor_of_slot[slot])); });
+    // Built once when the op was recorded, not per chunk.
+    run_queued_on(*queued_, [&](size_t slot) { return view(static_cast<size_t>(tensor_at_slot_[slot])); });
   }
 
  private:
   const char* name_;
   std::shared_ptr<const QueuedOp> queued_;
   std::vector<int64_t> shape_;
-  std::vector<size_t> slots_;
+  std::vector<int> tensor_at_slot_;  // slot (captured tensors, then targets) -> tensors_ index
   std::vector<FusedTensor> tensors_;
   executors::host::PointwiseExpression expression_;
   bool has_expression_ = false;
