@@ -13,6 +13,7 @@ constexpr int64_t kMagic = 0x7470755f64697374;  // "tpu_dist": a foreign payload
 constexpr size_t kMaxDims = 8;
 // magic, sequence, op, reduce_op, root, dtype, shape_checked, ndim, dims[kMaxDims]
 constexpr size_t kWords = 8 + kMaxDims;
+static_assert(kWords == kEncodedSignatureWords);
 
 const char* reduce_op_name(int64_t op) {
   switch (op) {

@@ -25,7 +25,8 @@ struct CallSignature {
   std::vector<int64_t> shape;
 };
 
-// The signature as an int64 CPU tensor of fixed length (every rank's has the same size).
+// The signature as an int64 CPU tensor of kEncodedSignatureWords (every rank's the same size).
+constexpr int64_t kEncodedSignatureWords = 16;
 at::Tensor encode(const CallSignature& signature);
 CallSignature decode(const at::Tensor& encoded);
 

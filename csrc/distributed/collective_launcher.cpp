@@ -52,26 +52,6 @@ void run_reporting(const std::string& what, Body&& body) {
   }
 }
 
-// Every rank's signature of one call, gathered through the agreement group: posted by the
-// host when the call is issued, waited for by the task that runs the call.
-class SignatureExchange {
- public:
-  SignatureExchange(c10d::Backend& agreement, const CallSignature& mine, int size)
-      : gathered_(1), input_{encode(mine)} {
-    for (int rank = 0; rank < size; ++rank) gathered_[0].push_back(at::empty_like(input_[0]));
-    work_ = agreement.allgather(gathered_, input_);
-  }
-  const std::vector<at::Tensor>& wait() {
-    work_->wait();
-    return gathered_[0];
-  }
-
- private:
-  std::vector<std::vector<at::Tensor>> gathered_;
-  std::vector<at::Tensor> input_;
-  c10::intrusive_ptr<c10d::Work> work_;
-};
-
 c10::Stream c10_stream(int device, const runtime::Stream& stream) {
   return c10::Stream(c10::Stream::UNSAFE,
                      c10::Device(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device)),
@@ -122,7 +102,11 @@ class Posting {
 CollectiveLauncher::CollectiveLauncher(c10::intrusive_ptr<c10d::Backend> transport,
                                        c10::intrusive_ptr<c10d::Backend> agreement, int rank,
                                        int size)
-    : transport_(std::move(transport)), agreement_(std::move(agreement)), rank_(rank), size_(size) {}
+    : transport_(std::move(transport)),
+      agreement_(std::make_shared<SignatureAgreement>(std::move(agreement), rank, size)),
+      rank_(rank),
+      size_(size),
+      coverage_(std::make_shared<CallerCoverage>()) {}
 
 uint64_t CollectiveLauncher::collectives_launched() const {
   std::lock_guard<std::mutex> lock(mutex_);
@@ -186,25 +170,29 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
   const at::Tensor& first =
       collective.inputs.empty() ? collective.outputs.front() : collective.inputs.front();
   const int device = first.device().index();
-  std::shared_ptr<SignatureExchange> exchange;
   {
-    // Numbering and posting the exchange under one lock: concurrent callers post in order.
+    // Numbering and announcing under one lock: concurrent callers announce in order.
     std::lock_guard<std::mutex> lock(mutex_);
     collective.signature.sequence = ++sequence_;
-    exchange = std::make_shared<SignatureExchange>(*agreement_, collective.signature, size_);
+    agreement_->issued(collective.signature);
   }
   runtime::Stream& caller = engine::current_stream(device);
   runtime::Stream& communication = communication_stream(device);
   // Fused mode: the ops that produce the inputs run now, as a program (DESIGN §4).
   caller.flush("collective");
-  // A caller stream with nothing queued has produced the inputs already: no mark to wait for
-  // (saves a hand-off between two threads per collective). A failure it kept still travels:
+  // A caller stream with nothing queued has produced the inputs already, and one whose work
+  // the communication stream's order covers (caller_coverage.h) will have: no mark to wait for
+  // (saves two hand-offs between threads per collective). A failure it kept still travels:
   // query() says done only once every task ran, and their errors are reported at its syncs.
-  if (&caller != &communication && !caller.query()) {
+  const uint64_t queued_before = caller.queued_count();
+  const bool marked = &caller != &communication && !caller.query() &&
+                      !coverage_->covers(caller, queued_before);
+  if (marked) {
     runtime::Event inputs_ready;
     inputs_ready.record(caller);
     inputs_ready.block(communication);
   }
+  coverage_->launched(caller, queued_before, caller.queued_count(), marked);
 
   std::vector<TensorSnapshot> input_snapshots = snapshots_of(collective.inputs);
   std::vector<TensorSnapshot> output_snapshots = snapshots_of(collective.outputs);
@@ -214,12 +202,12 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
       collective.name,
       // The task owns the tensors (so their memory outlives the transport's use of it) and the
       // transport (so a destroyed group's last calls still finish).
-      [transport = transport_, exchange = std::move(exchange), rank = rank_, what, signature,
+      [transport = transport_, agreement = agreement_, what, signature,
        input_snapshots = std::move(input_snapshots), output_snapshots = std::move(output_snapshots),
        run = std::move(collective.run), keep_inputs = collective.inputs,
        keep_outputs = collective.outputs] {
         run_reporting(what, [&] {
-          check_agreement(signature, rank, exchange->wait());
+          agreement->check(signature);
           std::vector<at::Tensor> inputs = views_of(input_snapshots);
           std::vector<at::Tensor> outputs = views_of(output_snapshots);
           run(*transport, inputs, outputs);
@@ -230,7 +218,8 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
   communication.flush("collective");  // a collective is never deferred: peers are waiting
   auto work = c10::make_intrusive<TpuDistWork>(rank_, collective.op, collective.name, device,
                                                std::move(done), collective.outputs,
-                                               c10_stream(device, communication), signature.sequence);
+                                               c10_stream(device, communication), signature.sequence,
+                                               coverage_);
   if (engine::current_mode() == engine::ExecutionMode::kDebug) {
     engine::sync_stream(communication, "debug_mode");
   }
@@ -264,7 +253,7 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(PointToPoint op) {
   communication.flush("collective");
   auto work = c10::make_intrusive<TpuDistWork>(
       rank_, op.op, op.name, device, std::move(done), std::vector<at::Tensor>{op.tensor},
-      c10_stream(device, communication), /*sequence=*/0);
+      c10_stream(device, communication), /*sequence=*/0, coverage_);
   work->set_source_rank([posting] { return posting->source_rank(); });
   if (engine::current_mode() == engine::ExecutionMode::kDebug) {
     engine::sync_stream(communication, "debug_mode");

@@ -3,9 +3,10 @@
 //  2. the group's communication stream waits for that mark, checks that the other ranks issued
 //     the same call (call_signature.h), then runs it through the transport on zero-copy CPU
 //     views of chip memory. This blocks that stream, never the host or the caller's stream.
-//     The ranks exchange call signatures over a second transport group, posted by the host at
-//     issue time: by the time the inputs are ready the check is usually done, so it adds no
-//     latency, and it cannot interleave with the data collectives' own ordering;
+//     The ranks exchange call signatures over a second transport group, from the host at issue
+//     time and batched when calls are issued faster than they run (signature_agreement.h): by
+//     the time the inputs are ready the check is usually done, so it adds no latency, and it
+//     cannot interleave with the data collectives' own ordering;
 //  3. a mark after it completes the Work: wait() makes the caller's stream wait for that mark.
 // Point-to-point ops are posted in the caller's stream order and complete on the communication
 // stream, so a ring of isend/irecv cannot deadlock behind one another on a serialized stream.
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <vector>
 
@@ -23,6 +25,8 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 
 #include "distributed/call_signature.h"
+#include "distributed/caller_coverage.h"
+#include "distributed/signature_agreement.h"
 #include "runtime/stream.h"
 
 namespace torch_tpu::distributed {
@@ -59,6 +63,7 @@ class CollectiveLauncher {
   c10::intrusive_ptr<c10d::Work> launch(PointToPoint op);
 
   uint64_t collectives_launched() const;
+  uint64_t signature_exchanges() const { return agreement_->exchanges(); }
 
   // c10d's coalescing (_coalescing_manager with a device): ops issued in between run as usual
   // (in order on the communication stream); end_coalescing returns a Work that completes when
@@ -77,9 +82,12 @@ class CollectiveLauncher {
   runtime::Stream& communication_stream(int device);
 
   c10::intrusive_ptr<c10d::Backend> transport_;
-  c10::intrusive_ptr<c10d::Backend> agreement_;
+  // Shared with queued tasks, which check their call's signature.
+  const std::shared_ptr<SignatureAgreement> agreement_;
   const int rank_;
   const int size_;
+  // Shared with the Works, whose wait() extends it.
+  const std::shared_ptr<CallerCoverage> coverage_;
   mutable std::mutex mutex_;
   uint64_t sequence_ = 0;
   std::map<int, int64_t> communication_stream_ids_;

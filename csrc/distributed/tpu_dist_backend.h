@@ -92,6 +92,10 @@ class TpuDistBackend : public c10d::Backend {
   void shutdown() override;
 
   c10::intrusive_ptr<c10d::Backend> transport() const { return transport_; }
+  // Collectives issued on the chip so far, and the signature exchanges that checked them
+  // (fewer when calls are issued back to back: signature_agreement.h).
+  uint64_t collectives_launched() const { return launcher_.collectives_launched(); }
+  uint64_t signature_exchanges() const { return launcher_.signature_exchanges(); }
 
  private:
   c10::intrusive_ptr<c10d::Backend> transport_;

@@ -12,12 +12,14 @@ namespace torch_tpu::distributed {
 
 TpuDistWork::TpuDistWork(int rank, c10d::OpType op, const char* profiling_title, int device,
                          runtime::Event done, std::vector<at::Tensor> outputs,
-                         c10::Stream completion_stream, uint64_t sequence)
+                         c10::Stream completion_stream, uint64_t sequence,
+                         std::shared_ptr<CallerCoverage> coverage)
     : c10d::Work(rank, op, profiling_title),
       device_(device),
       done_(std::move(done)),
       outputs_(std::move(outputs)),
-      sequence_(sequence) {
+      sequence_(sequence),
+      coverage_(std::move(coverage)) {
   const c10::Device tpu(c10::DeviceType::PrivateUse1, static_cast<c10::DeviceIndex>(device));
   future_ = c10::make_intrusive<c10::ivalue::Future>(
       c10::ListType::create(c10::TensorType::get()), std::vector<c10::Device>{tpu});
@@ -68,7 +70,10 @@ bool TpuDistWork::wait(std::chrono::milliseconds timeout) {
 void TpuDistWork::synchronize() { blockCurrentStream(); }
 
 void TpuDistWork::blockCurrentStream() {
-  done_.block(engine::current_stream(device_));
+  runtime::Stream& caller = engine::current_stream(device_);
+  const uint64_t before = caller.queued_count();
+  done_.block(caller);
+  coverage_->waited(caller, before, caller.queued_count());
 }
 
 c10::intrusive_ptr<c10::ivalue::Future> TpuDistWork::getFuture() { return future_; }

@@ -8,12 +8,14 @@
 #include <chrono>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "distributed/caller_coverage.h"
 #include "runtime/event.h"
 
 namespace torch_tpu::distributed {
@@ -21,10 +23,11 @@ namespace torch_tpu::distributed {
 class TpuDistWork : public c10d::Work {
  public:
   // `done` is recorded after the collective on chip `device`; `outputs` are its results.
-  // Completes the future on `completion_stream` (the communication stream).
+  // Completes the future on `completion_stream` (the communication stream). Waits are reported
+  // to `coverage` (the launcher's).
   TpuDistWork(int rank, c10d::OpType op, const char* profiling_title, int device,
               runtime::Event done, std::vector<at::Tensor> outputs, c10::Stream completion_stream,
-              uint64_t sequence);
+              uint64_t sequence, std::shared_ptr<CallerCoverage> coverage);
 
   bool isCompleted() override;
   bool isSuccess() const override;
@@ -48,6 +51,7 @@ class TpuDistWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   const uint64_t sequence_;
   std::function<int()> source_rank_;
+  const std::shared_ptr<CallerCoverage> coverage_;
 };
 
 }  // namespace torch_tpu::distributed

@@ -20,7 +20,11 @@ void init_distributed(py::module_& m) {
                     c10::intrusive_ptr<c10d::Backend>, int, int, std::chrono::milliseconds>(),
            py::arg("transport"), py::arg("agreement"), py::arg("host_transport"), py::arg("rank"),
            py::arg("size"), py::arg("timeout"), py::call_guard<py::gil_scoped_release>())
-      .def_property_readonly("transport", &distributed::TpuDistBackend::transport);
+      .def_property_readonly("transport", &distributed::TpuDistBackend::transport)
+      .def_property_readonly("collectives_launched",
+                             &distributed::TpuDistBackend::collectives_launched)
+      .def_property_readonly("signature_exchanges",
+                             &distributed::TpuDistBackend::signature_exchanges);
 }
 
 }  // namespace torch_tpu::python

@@ -112,6 +112,9 @@ class Stream {
   void raise_pending_error();
   // True when every task queued so far has run.
   bool query() const;
+  // How many tasks were queued so far (deferred ones count once flushed). Two equal readings
+  // mean nothing was queued in between.
+  uint64_t queued_count() const { return enqueued_.load(std::memory_order_acquire); }
   // The kept error (the first a task threw since the last sync that raised), or null.
   // Events recorded on this stream carry it to the streams and hosts that wait for them.
   KeptErrorPtr kept_error() const;

@@ -25,6 +25,7 @@ UNSAFE = {
                                 "(gloo::EnforceNotMet from a transport thread: std::terminate)",
     ("gloo", "mismatch_dtype"): "gloo silently mixes the bytes of float32 and int32 inputs "
                                 "(wrong results, no error)",
+    ("gloo", "mismatch_after_a_burst"): "gloo aborts the process on mismatched sizes",
 }
 # Backends whose timeout error does not name the collective: the op-name assertion is a
 # tpu_dist requirement.
@@ -111,7 +112,7 @@ def test_raising_rank_does_not_hang_the_others(pair):
     assert_survivor_ok(result, 0)
 
 
-@pytest.mark.parametrize("mode", ["mismatch_shape", "mismatch_dtype"])
+@pytest.mark.parametrize("mode", ["mismatch_shape", "mismatch_dtype", "mismatch_after_a_burst"])
 @pytest.mark.parametrize("pair", PAIRS)
 def test_mismatched_collective_raises(pair, mode):
     """all_reduce with different shapes (dtypes) on the two ranks: every rank raises a clear
@@ -124,6 +125,15 @@ def test_mismatched_collective_raises(pair, mode):
         messages.append(fault_of(result, rank)[1])
     assert any(re.search(r"mismatch|shape|size|dtype|type", m, re.I) for m in messages), \
         f"no rank's error names the mismatch: {messages}"
+    if mode == "mismatch_after_a_burst":
+        for rank in range(2):
+            assert result.marker(rank, "BURST_OK") is not None, result.report()
+        if pair[0] == "tpu_dist":
+            # Issued faster than they run, the burst's signatures went out in batches.
+            counts = re.search(r"COLLECTIVES (\d+) EXCHANGES (\d+)", result.ranks[0].stdout)
+            assert counts is not None, result.report()
+            collectives, exchanges = map(int, counts.groups())
+            assert exchanges < collectives, result.report()
 
 
 @pytest.mark.parametrize("pair", PAIRS)

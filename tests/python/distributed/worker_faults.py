@@ -147,6 +147,26 @@ def fault_mismatch_dtype(ctx: Ctx) -> None:
     doomed(ctx, lambda: (dist.all_reduce(t), t.cpu()))
 
 
+def fault_mismatch_after_a_burst(ctx: Ctx) -> None:
+    """Twenty matching all_reduces issued back to back (tpu_dist exchanges their signatures in
+    batches), then one whose shape differs by rank: the burst's results are right and the
+    mismatched call still raises on every rank."""
+    dist.barrier()
+    burst = [torch.full((8,), float(i + ctx.rank), device=ctx.device) for i in range(20)]
+    for t in burst:
+        dist.all_reduce(t)
+    bad = torch.ones(4 + ctx.rank, device=ctx.device)
+    doomed(ctx, lambda: (dist.all_reduce(bad), bad.cpu()))
+    for i, t in enumerate(burst):
+        expected = sum(float(i + r) for r in range(ctx.world))
+        expect_equal(t, torch.full((8,), expected), f"all_reduce #{i} of the burst", ctx.device)
+    print("BURST_OK", flush=True)
+    if ctx.backend == "tpu_dist":
+        backend = dist.group.WORLD._get_backend(ctx.device)
+        print(f"COLLECTIVES {backend.collectives_launched} EXCHANGES {backend.signature_exchanges}",
+              flush=True)
+
+
 # --- destroy and re-init ---------------------------------------------------------------------
 
 def resources(ctx: Ctx) -> dict:
@@ -210,7 +230,8 @@ def fault_reinit(ctx: Ctx) -> None:
 
 
 FAULTS = {"timeout": fault_timeout, "sigkill": fault_sigkill, "raise": fault_raise,
-          "mismatch_shape": fault_mismatch_shape, "mismatch_dtype": fault_mismatch_dtype}
+          "mismatch_shape": fault_mismatch_shape, "mismatch_dtype": fault_mismatch_dtype,
+          "mismatch_after_a_burst": fault_mismatch_after_a_burst}
 
 if __name__ == "__main__":
     mode = sys.argv[1]
