@@ -31,7 +31,7 @@ namespace torch_tpu::distributed {
 class SignatureAgreement {
  public:
   // Calls announced per exchange at most: an exchange's size is fixed (every rank's the same).
-  static constexpr size_t kMaxBatch = 16;
+  static constexpr size_t kMaxBatch = 64;
 
   SignatureAgreement(c10::intrusive_ptr<c10d::Backend> transport, int rank, int size);
 
