@@ -103,8 +103,7 @@ void launch(int device, const char* op_name, runtime::Task task) {
 
 void sync_stream(runtime::Stream& stream, const char* reason) {
   count_sync(reason);
-  stream.flush(reason);
-  translate_errors([&] { blocking_wait([&] { stream.synchronize(); }); });
+  translate_errors([&] { blocking_wait([&] { stream.synchronize(reason); }); });
 }
 
 void sync_current_stream(int device, const char* reason) {

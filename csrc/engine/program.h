@@ -30,8 +30,13 @@ struct OpDescription {
 // description is dropped outside fused mode). See engine::launch. Contract: in fused mode a
 // task that reads chip memory carries a description naming the storages it touches; the
 // planner treats any other task (bar the runtime's event tasks) as reading anything.
+// `host_waits_next`: the caller synchronizes the stream right after (a blocking copy to the
+// host), so this op never ends a program early: the flush at that sync hands the program to
+// the waiting host, which runs it with its whole thread team, instead of to the stream's
+// one-thread worker.
 void launch_described(int device, const char* op_name, runtime::Task task,
-                      std::shared_ptr<const OpDescription> description);
+                      std::shared_ptr<const OpDescription> description,
+                      bool host_waits_next = false);
 
 // In fused mode, the description of an opaque op touching `tensors` (tensor, written); null
 // outside fused mode (no cost in Strict).

@@ -41,12 +41,11 @@ void copy_host_to_chip(const at::Tensor& src, const at::Tensor& dst, bool non_bl
 void copy_chip_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   const TensorSnapshot source(src);
   constexpr const char* kName = "aten::copy_ (tpu to host)";
+  const bool blocking = !(non_blocking && is_pinned(dst));
   engine::launch_described(src.device().index(), kName,
                            [source, dst] { dst.copy_(source.cpu_view()); },
-                           engine::describe_storages(kName, {{&src, false}}));
-  if (!(non_blocking && is_pinned(dst))) {
-    engine::sync_current_stream(src.device().index(), "copy_to_host");
-  }
+                           engine::describe_storages(kName, {{&src, false}}), blocking);
+  if (blocking) engine::sync_current_stream(src.device().index(), "copy_to_host");
 }
 
 void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {

@@ -33,6 +33,10 @@ void init_metrics(py::module_& m) {
     fused["nodes_executed"] = fusion.nodes_executed;
     fused["bytes_materialized"] = fusion.bytes_materialized;
     fused["bytes_avoided"] = fusion.bytes_avoided;
+    fused["kernels_compiled"] = fusion.kernels_compiled;
+    fused["kernels_loaded_from_cache"] = fusion.kernels_loaded_from_cache;
+    fused["kernel_compile_failures"] = fusion.kernel_compile_failures;
+    fused["compiled_kernel_runs"] = fusion.compiled_kernel_runs;
     result["fusion"] = fused;
     return result;
   });

@@ -3,6 +3,7 @@
 #include <pybind11/stl.h>
 
 #include "engine/mode.h"
+#include "executors/host/kernel_compiler.h"
 #include "runtime/chip.h"
 
 namespace torch_tpu::python {
@@ -19,6 +20,9 @@ void init_modes(py::module_& m) {
     runtime::Runtime& runtime = runtime::Runtime::instance();
     for (int chip = 0; chip < runtime.chip_count(); ++chip) runtime.chip(chip).flush(reason.c_str());
   });
+  // Blocks until the fused kernels being compiled in the background are ready.
+  m.def("_wait_for_kernel_compiles", &executors::host::wait_for_kernel_compiles,
+        py::call_guard<py::gil_scoped_release>());
 }
 
 }  // namespace torch_tpu::python

@@ -132,16 +132,26 @@ void Stream::start_worker() {
   worker_started_.store(true, std::memory_order_release);
 }
 
-void Stream::synchronize() {
-  flush("synchronize");
+void Stream::synchronize(const char* reason) {
+  // Deferred tasks flushed here are a program the host is about to wait for: claim the
+  // executor before queueing them, so the host runs the program with its whole thread team
+  // instead of the worker running it on one thread while the host waits.
+  const bool flushing = has_pending();
+  if (flushing) host_wants_executor_.fetch_add(1);
+  flush(reason);
   const uint64_t target = enqueued_.load(std::memory_order_acquire);
   const auto done = [&] { return completed_.load(std::memory_order_acquire) >= target; };
   // A running worker finishes tiny ops faster than a futex round trip: spin a little before
   // taking over. A sleeping worker would not start soon; take over at once (Debug mode waits
   // after every op, so this is its common case).
-  if (!done() && (worker_sleeping_.load(std::memory_order_relaxed) || !spin_until(done, kHostSpin))) {
-    // Take over the queue: the worker gives up the executor after the task it is running.
+  bool taking_over = flushing;
+  if (!taking_over && !done() &&
+      (worker_sleeping_.load(std::memory_order_relaxed) || !spin_until(done, kHostSpin))) {
     host_wants_executor_.fetch_add(1);
+    taking_over = true;
+  }
+  if (taking_over) {
+    // The worker gives up the executor after the task it is running.
     while (!done()) {
       std::lock_guard<std::mutex> executor(executor_);
       while (Node* node = pop()) run(*node);

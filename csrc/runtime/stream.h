@@ -104,10 +104,11 @@ class Stream {
   void flush(const char* reason);
   bool has_pending() const;
 
-  // Flushes, then returns once every task queued so far has run (running queued tasks on the
-  // calling thread while the worker is not), then raises (and clears) the first error a task
-  // threw since the last sync, as AsyncOpError.
-  void synchronize();
+  // Flushes (saying `reason`), then returns once every task queued so far has run (running
+  // queued tasks on the calling thread while the worker is not; a program it flushed always
+  // runs there), then raises (and clears) the first error a task threw since the last sync,
+  // as AsyncOpError.
+  void synchronize(const char* reason = "synchronize");
   // Raises (and clears) a kept error without waiting.
   void raise_pending_error();
   // True when every task queued so far has run.

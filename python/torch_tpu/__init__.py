@@ -32,7 +32,7 @@ if not hasattr(torch, "tpu"):
     torch.set_autocast_dtype("tpu", torch.bfloat16)
 
 from ._metrics import metrics, reset_metrics  # noqa: E402
-from ._modes import get_mode, mode, set_check_nans, set_mode  # noqa: E402
+from ._modes import get_mode, mode, set_check_nans, set_mode, wait_for_kernel_compiles  # noqa: E402
 from ._shutdown import install as _install_shutdown_hook  # noqa: E402
 from .distributed import register as _register_tpu_dist  # noqa: E402
 from ._backward_flush import install as _install_backward_flush  # noqa: E402

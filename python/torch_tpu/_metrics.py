@@ -6,8 +6,14 @@ from . import _C
 
 def metrics() -> dict:
     """``{"ops_launched": int, "fallbacks": {op: count}, "syncs": {reason: count},
-    "shape_cache": {"hits": int, "misses": int, "entries": int}}``. A training loop in steady
-    state should show no new shape-cache misses."""
+    "shape_cache": {"hits": int, "misses": int, "entries": int}, "fusion": {...}}``. A training
+    loop in steady state should show no new shape-cache misses.
+
+    ``fusion`` (fused mode): ``flushes`` by reason, ``programs_planned``, ``cache_hits``,
+    ``cache_misses``, ``programs_run``, ``fused_kernels_run``, ``nodes_executed``,
+    ``bytes_materialized``, ``bytes_avoided``, and for kernels compiled once hot
+    ``kernels_compiled``, ``kernels_loaded_from_cache``, ``kernel_compile_failures``,
+    ``compiled_kernel_runs``."""
     return _C._metrics()
 
 

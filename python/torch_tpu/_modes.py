@@ -37,3 +37,10 @@ def mode(new_mode: str):
 def set_check_nans(enabled: bool) -> None:
     """In Debug mode, check every op's floating outputs for NaN/Inf and raise naming the op."""
     _C._set_check_nans(bool(enabled))
+
+
+def wait_for_kernel_compiles() -> None:
+    """Fused mode compiles a pointwise kernel that keeps running (in the background, while an
+    interpreter runs it meanwhile); this blocks until the compiles started so far are done.
+    Benchmarks call it after warm-up so they time the steady state."""
+    _C._wait_for_kernel_compiles()

@@ -6,6 +6,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
+#include "executors/host/pointwise_codegen.h"
 #include "executors/host/pointwise_loop.h"
 
 namespace torch_tpu::executors::host {
@@ -116,6 +117,7 @@ ClusterPlan ClusterBuilder::finish(
     plan.accesses.push_back(std::move(accesses));
   }
   plan.flat = flat || shape_.empty();
+  plan.pointwise_kernel = std::make_shared<PointwiseKernelSlot>();
   const auto bytes_of = [&](const c10::StorageImpl* storage) {
     return numel * static_cast<int64_t>(c10::elementSize(accesses_.at(storage).front().dtype));
   };

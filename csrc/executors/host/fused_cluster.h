@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <set>
 #include <vector>
 
@@ -22,6 +23,8 @@ enum class ChunkAccess : uint8_t {
   kScratch,  // an intermediate only the cluster reads: a chunk-sized scratch buffer
 };
 
+class PointwiseKernelSlot;  // executors/host/pointwise_codegen.h
+
 struct ClusterPlan {
   std::vector<int64_t> shape;  // the iteration shape
   // Chunks of elements (every sliced tensor contiguous, broadcasts are single values), else
@@ -35,6 +38,8 @@ struct ClusterPlan {
   std::vector<c10::ScalarType> scratch_dtypes;  // per scratch slot
   int64_t bytes_written = 0;  // chip memory the cluster writes
   int64_t bytes_avoided = 0;  // intermediate bytes kept in scratch instead
+  // The compiled kernel of a register-level loop, shared by every run of the cached plan.
+  std::shared_ptr<PointwiseKernelSlot> pointwise_kernel;
 };
 
 // Grows a cluster op by op. An op joins if it iterates the same shape, every tensor it touches

@@ -1,27 +1,29 @@
 #include "executors/host/pointwise_loop.h"
 
+#include <chrono>
+
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <string>
 #include <limits>
-#include <map>
+#include <vector>
 
 #include <ATen/Parallel.h>
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Half.h>
 
+#include "executors/host/pointwise_codegen.h"
+#include "executors/host/pointwise_program.h"
+
 namespace torch_tpu::executors::host {
 namespace {
 
 // Floats per block: a handful of blocks stay in a core's L1/L2 cache.
 constexpr int64_t kBlock = 2048;
-
-bool floating(c10::ScalarType dtype) {
-  return dtype == c10::kFloat || dtype == c10::kBFloat16 || dtype == c10::kHalf;
-}
+// Elements per parallel task of a compiled kernel (it streams; no blocks).
+constexpr int64_t kCompiledGrain = 16 * kBlock;
 
 // --- conversions (auto-vectorized; AVX2 clone where the CPU has it) --------------------------
 
@@ -131,10 +133,11 @@ __attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, fl
   switch (opcode) {
     case PointwiseOpcode::kAdd:
       if (alpha == 1.0f) return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x + y; });
-      return binary<Finish>(out, a, sources[1], n, [alpha](float x, float y) { return x + alpha * y; });
+      // ATen's vectorized add: fmadd(b, alpha, a).
+      return binary<Finish>(out, a, sources[1], n, [alpha](float x, float y) { return std::fma(alpha, y, x); });
     case PointwiseOpcode::kSub:
       if (alpha == 1.0f) return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x - y; });
-      return binary<Finish>(out, a, sources[1], n, [alpha](float x, float y) { return x - alpha * y; });
+      return binary<Finish>(out, a, sources[1], n, [alpha](float x, float y) { return std::fma(-alpha, y, x); });
     case PointwiseOpcode::kMul:
       return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x * y; });
     case PointwiseOpcode::kDiv:
@@ -185,197 +188,77 @@ void execute(PointwiseOpcode opcode, float* out, const Source* sources, float al
   }
 }
 
-// The cluster as registers: one per distinct (chip address, dtype) the cluster touches.
-struct Register {
-  const void* device_data = nullptr;
-  c10::ScalarType dtype = c10::kFloat;
-  bool loaded = false;  // read before the cluster writes it: loaded per block
-  bool stored = false;  // written and materialized: stored per block
-  int scratch = -1;     // kept in scratch only
-};
 
-struct Instruction {
-  PointwiseOpcode opcode;
-  int output;                   // register
-  std::vector<int> registers;   // per operand: register, or -1 for a constant
-  std::vector<float> constants;
-  float alpha;
-  c10::ScalarType dtype;  // the output's: results are rounded to it
-};
+// Interprets the program one op at a time over cache-resident blocks of kBlock elements.
+void interpret(const PointwiseProgram& program) {
+  const int64_t numel = program.numel;
+  const int64_t blocks = (numel + kBlock - 1) / kBlock;
+  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t end) {
+    std::vector<float> storage(static_cast<size_t>(std::max(program.buffers, 1)) * kBlock);
+    const auto values = [&](int buffer) { return storage.data() + static_cast<size_t>(buffer) * kBlock; };
+    for (int64_t block = first; block < end; ++block) {
+      const int64_t begin = block * kBlock;
+      const int64_t n = std::min(kBlock, numel - begin);
+      for (const PointwiseRegister& reg : program.registers) {
+        if (!reg.loaded) continue;
+        const auto* base = static_cast<const char*>(host_address(reg.device_data));
+        load(values(reg.buffer), base + begin * c10::elementSize(reg.dtype), reg.dtype, n);
+      }
+      for (const PointwiseInstruction& instruction : program.instructions) {
+        Source sources[3];
+        for (size_t k = 0; k < instruction.operands.size() && k < 3; ++k) {
+          const int buffer = instruction.operands[k];
+          sources[k] = buffer >= 0
+                           ? Source{values(buffer), 0.0f}
+                           : Source{nullptr, program.constants[static_cast<size_t>(instruction.constant_slots[k])]};
+        }
+        const float alpha = instruction.alpha_slot >= 0
+                                ? program.constants[static_cast<size_t>(instruction.alpha_slot)]
+                                : 1.0f;
+        execute(instruction.opcode, values(instruction.output), sources, alpha, n,
+                instruction.dtype == c10::kBFloat16 && !program.excess_precision);
+        if (instruction.dtype == c10::kHalf && !program.excess_precision) {
+          round_to_half(values(instruction.output), n);
+        }
+      }
+      for (const PointwiseRegister& reg : program.registers) {
+        if (!reg.stored) continue;
+        auto* base = static_cast<char*>(host_address(reg.device_data));
+        store(base + begin * c10::elementSize(reg.dtype), values(reg.buffer), reg.dtype, n);
+      }
+    }
+  });
+}
 
-float read_scalar(const TensorSnapshot& snapshot) {
-  float value = 0.0f;
-  const at::Tensor view = snapshot.cpu_view();
-  load(&value, view.data_ptr(), snapshot.dtype(), 1);
-  return value;
+void run_compiled(PointwiseKernelFn kernel, const PointwiseProgram& program) {
+  std::vector<char*> data;
+  for (const PointwiseRegister& reg : program.registers) {
+    if (reg.loaded || reg.stored) data.push_back(static_cast<char*>(host_address(reg.device_data)));
+  }
+  at::parallel_for(0, program.numel, kCompiledGrain, [&](int64_t begin, int64_t end) {
+    kernel(data.data(), program.constants.data(), begin, end);
+  });
+  count_compiled_kernel_run();
 }
 
 }  // namespace
 
-bool excess_precision() {
-  static const bool enabled = [] {
-    const char* value = std::getenv("TORCH_TPU_FUSED_EXCESS_PRECISION");
-    return value != nullptr && std::string(value) == "1";
-  }();
-  return enabled;
-}
-
 bool pointwise_loop_supports(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops) {
-  if (!plan.flat) return false;
-  for (const FusibleOp* op : ops) {
-    if (op->expression() == nullptr) return false;
-    for (const FusedTensor& tensor : op->tensors()) {
-      if (!floating(tensor.snapshot->dtype())) return false;
-    }
-  }
-  return true;
+  return pointwise_program_supports(plan, ops);
 }
 
 void run_pointwise_loop(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops) {
-  std::vector<Register> registers;
-  std::map<std::pair<const void*, c10::ScalarType>, int> register_of;
-  std::vector<Instruction> program;
-  for (size_t o = 0; o < ops.size(); ++o) {
-    const PointwiseExpression& expression = *ops[o]->expression();
-    const std::vector<FusedTensor>& tensors = ops[o]->tensors();
-    const auto reg = [&](int tensor, bool written) {
-      const TensorSnapshot& snapshot = *tensors[static_cast<size_t>(tensor)].snapshot;
-      const auto key = std::make_pair(snapshot.device_data(), snapshot.dtype());
-      auto [found, added] = register_of.emplace(key, static_cast<int>(registers.size()));
-      if (added) {
-        Register fresh;
-        fresh.device_data = snapshot.device_data();
-        fresh.dtype = snapshot.dtype();
-        fresh.loaded = !written;
-        registers.push_back(fresh);
-      }
-      Register& r = registers[static_cast<size_t>(found->second)];
-      if (written) {
-        const ClusterPlan::Access& access = plan.accesses[o][static_cast<size_t>(tensor)];
-        if (access.kind == ChunkAccess::kScratch) {
-          r.scratch = access.scratch_slot;
-        } else {
-          r.stored = true;
-        }
-      }
-      return found->second;
-    };
-    Instruction instruction{expression.opcode, -1, {}, {}, expression.alpha,
-                            tensors[static_cast<size_t>(expression.output)].snapshot->dtype()};
-    for (const PointwiseOperand& operand : expression.operands) {
-      if (operand.tensor < 0) {
-        instruction.registers.push_back(-1);
-        instruction.constants.push_back(operand.constant);
-        continue;
-      }
-      const ClusterPlan::Access& access = plan.accesses[o][static_cast<size_t>(operand.tensor)];
-      if (access.kind == ChunkAccess::kWhole) {  // a single value, broadcast
-        instruction.registers.push_back(-1);
-        instruction.constants.push_back(read_scalar(*tensors[static_cast<size_t>(operand.tensor)].snapshot));
-        continue;
-      }
-      instruction.registers.push_back(reg(operand.tensor, false));
-      instruction.constants.push_back(0.0f);
-    }
-    instruction.output = reg(expression.output, true);
-    program.push_back(std::move(instruction));
+  const PointwiseProgram program = build_pointwise_program(plan, ops);
+  if (program.numel == 0) return;
+  PointwiseKernelSlot& slot = *plan.pointwise_kernel;
+  if (PointwiseKernelFn kernel = slot.ready(program)) {
+    run_compiled(kernel, program);
+    return;
   }
-
-  // Block buffers are reused once a register is done with: a long chain then runs in a few
-  // cache-resident buffers, not one per intermediate. Loaded and stored registers keep theirs
-  // for the whole block.
-  const int count = static_cast<int>(registers.size());
-  std::vector<int> last_use(static_cast<size_t>(count), -1);
-  for (int r = 0; r < count; ++r) {
-    if (registers[static_cast<size_t>(r)].stored || registers[static_cast<size_t>(r)].loaded) {
-      last_use[static_cast<size_t>(r)] = static_cast<int>(program.size());
-    }
-  }
-  for (size_t k = 0; k < program.size(); ++k) {
-    for (int r : program[k].registers) {
-      if (r >= 0) last_use[static_cast<size_t>(r)] = std::max(last_use[static_cast<size_t>(r)], static_cast<int>(k));
-    }
-    last_use[static_cast<size_t>(program[k].output)] =
-        std::max(last_use[static_cast<size_t>(program[k].output)], static_cast<int>(k));
-  }
-  std::vector<int> buffer_of(static_cast<size_t>(count), -1);
-  std::vector<int> free_buffers;
-  int buffers = 0;
-  const auto assign = [&](int r) {
-    if (buffer_of[static_cast<size_t>(r)] >= 0) return;
-    if (free_buffers.empty()) {
-      buffer_of[static_cast<size_t>(r)] = buffers++;
-    } else {
-      buffer_of[static_cast<size_t>(r)] = free_buffers.back();
-      free_buffers.pop_back();
-    }
-  };
-  for (int r = 0; r < count; ++r) {
-    if (registers[static_cast<size_t>(r)].loaded) assign(r);
-  }
-  for (size_t k = 0; k < program.size(); ++k) {
-    Instruction& instruction = program[k];
-    // Operands are read before the output is written, so an operand's buffer read for the
-    // last time here may become the output's.
-    std::vector<int> finished;
-    for (int r : instruction.registers) {
-      if (r >= 0 && last_use[static_cast<size_t>(r)] == static_cast<int>(k)) finished.push_back(r);
-    }
-    for (int r : finished) {
-      if (std::find(free_buffers.begin(), free_buffers.end(), buffer_of[static_cast<size_t>(r)]) ==
-          free_buffers.end()) {
-        free_buffers.push_back(buffer_of[static_cast<size_t>(r)]);
-      }
-    }
-    assign(instruction.output);
-    if (!free_buffers.empty()) {
-      free_buffers.erase(std::remove(free_buffers.begin(), free_buffers.end(),
-                                     buffer_of[static_cast<size_t>(instruction.output)]),
-                         free_buffers.end());
-    }
-    if (last_use[static_cast<size_t>(instruction.output)] == static_cast<int>(k)) {
-      free_buffers.push_back(buffer_of[static_cast<size_t>(instruction.output)]);
-    }
-    for (int& r : instruction.registers) {
-      if (r >= 0) r = buffer_of[static_cast<size_t>(r)];
-    }
-    instruction.output = buffer_of[static_cast<size_t>(instruction.output)];
-  }
-
-  const bool excess = excess_precision();
-  int64_t numel = 1;
-  for (int64_t size : plan.shape) numel *= size;
-  const int64_t blocks = (numel + kBlock - 1) / kBlock;
-  at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t end) {
-    std::vector<float> storage(static_cast<size_t>(std::max(buffers, 1)) * kBlock);
-    for (int64_t block = first; block < end; ++block) {
-      const int64_t begin = block * kBlock;
-      const int64_t n = std::min(kBlock, numel - begin);
-      const auto values = [&](int r) { return storage.data() + static_cast<size_t>(r) * kBlock; };
-      for (size_t r = 0; r < registers.size(); ++r) {
-        const Register& reg = registers[r];
-        if (!reg.loaded) continue;
-        const auto* base = static_cast<const char*>(host_address(reg.device_data));
-        load(values(buffer_of[r]), base + begin * c10::elementSize(reg.dtype), reg.dtype, n);
-      }
-      for (const Instruction& instruction : program) {
-        Source sources[3];
-        for (size_t k = 0; k < instruction.registers.size() && k < 3; ++k) {
-          const int r = instruction.registers[k];
-          sources[k] = r < 0 ? Source{nullptr, instruction.constants[k]} : Source{values(r), 0.0f};
-        }
-        execute(instruction.opcode, values(instruction.output), sources, instruction.alpha, n,
-                instruction.dtype == c10::kBFloat16 && !excess);
-        if (instruction.dtype == c10::kHalf && !excess) round_to_half(values(instruction.output), n);
-      }
-      for (size_t r = 0; r < registers.size(); ++r) {
-        const Register& reg = registers[r];
-        if (!reg.stored) continue;
-        auto* base = static_cast<char*>(host_address(reg.device_data));
-        store(base + begin * c10::elementSize(reg.dtype), values(buffer_of[r]), reg.dtype, n);
-      }
-    }
-  });
+  const auto start = std::chrono::steady_clock::now();
+  interpret(program);
+  slot.interpreted(program, std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                std::chrono::steady_clock::now() - start).count());
 }
 
 }  // namespace torch_tpu::executors::host

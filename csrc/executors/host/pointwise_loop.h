@@ -1,10 +1,11 @@
 // The register-level fused loop: a cluster whose ops all have a PointwiseExpression and whose
 // tensors are float32/bfloat16/float16 runs as one loop over cache-resident float blocks —
 // each element is loaded once, goes through every op of the cluster, and is stored once —
-// instead of one PyTorch kernel call per op and chunk. Each result is rounded to its dtype as
-// the unfused op would store it, so bf16/f16 chains give Strict's numbers.
-// TORCH_TPU_FUSED_EXCESS_PRECISION=1 keeps intermediates in float32 instead (what Inductor and
-// XLA do by default): faster for bf16, more accurate, but no longer equal to eager's rounding.
+// instead of one PyTorch kernel call per op and chunk. Each result is rounded as the unfused op
+// would store it, giving Strict's numbers; TORCH_TPU_FUSED_EXCESS_PRECISION=1 keeps bf16/f16
+// intermediates in float32 instead (executors/host/pointwise_program.h). The interpreter here runs
+// a cluster until it has been hot long enough to be compiled
+// (executors/host/pointwise_codegen.h); both give the same bits.
 #pragma once
 
 #include <vector>
@@ -12,9 +13,6 @@
 #include "executors/host/fused_cluster.h"
 
 namespace torch_tpu::executors::host {
-
-// TORCH_TPU_FUSED_EXCESS_PRECISION=1 (read once).
-bool excess_precision();
 
 // Whether the loop can run this cluster (flat plan, known ops, floating dtypes).
 bool pointwise_loop_supports(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops);

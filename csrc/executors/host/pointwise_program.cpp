@@ -1,0 +1,192 @@
+#include "executors/host/pointwise_program.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <string>
+#include <utility>
+
+#include <c10/util/BFloat16.h>
+#include <c10/util/Half.h>
+
+namespace torch_tpu::executors::host {
+namespace {
+
+bool floating(c10::ScalarType dtype) {
+  return dtype == c10::kFloat || dtype == c10::kBFloat16 || dtype == c10::kHalf;
+}
+
+float read_scalar(const TensorSnapshot& snapshot) {
+  const void* data = snapshot.cpu_view().data_ptr();
+  switch (snapshot.dtype()) {
+    case c10::kBFloat16: return static_cast<float>(*static_cast<const c10::BFloat16*>(data));
+    case c10::kHalf: return static_cast<float>(*static_cast<const c10::Half*>(data));
+    default: return *static_cast<const float*>(data);
+  }
+}
+
+bool has_alpha(PointwiseOpcode opcode) {
+  return opcode == PointwiseOpcode::kAdd || opcode == PointwiseOpcode::kSub;
+}
+
+// Assigns block buffers to registers: a buffer is reused once the value in it is dead, so a
+// long chain runs in a few cache-resident buffers, not one per intermediate. Loaded and stored
+// registers keep theirs for the whole block. Rewrites instructions to buffer numbers.
+void assign_buffers(PointwiseProgram& program) {
+  std::vector<PointwiseRegister>& registers = program.registers;
+  std::vector<PointwiseInstruction>& instructions = program.instructions;
+  const int count = static_cast<int>(registers.size());
+  const int end = static_cast<int>(instructions.size());
+  std::vector<int> last_use(static_cast<size_t>(count), -1);
+  for (int r = 0; r < count; ++r) {
+    if (registers[static_cast<size_t>(r)].stored || registers[static_cast<size_t>(r)].loaded) {
+      last_use[static_cast<size_t>(r)] = end;
+    }
+  }
+  for (int k = 0; k < end; ++k) {
+    for (int r : instructions[static_cast<size_t>(k)].operands) {
+      if (r >= 0) last_use[static_cast<size_t>(r)] = std::max(last_use[static_cast<size_t>(r)], k);
+    }
+    const int out = instructions[static_cast<size_t>(k)].output;
+    last_use[static_cast<size_t>(out)] = std::max(last_use[static_cast<size_t>(out)], k);
+  }
+  std::vector<int> buffer_of(static_cast<size_t>(count), -1);
+  std::vector<int> free_buffers;
+  const auto assign = [&](int r) {
+    if (buffer_of[static_cast<size_t>(r)] >= 0) return;
+    if (free_buffers.empty()) {
+      buffer_of[static_cast<size_t>(r)] = program.buffers++;
+    } else {
+      buffer_of[static_cast<size_t>(r)] = free_buffers.back();
+      free_buffers.pop_back();
+    }
+  };
+  const auto release = [&](int buffer) {
+    if (std::find(free_buffers.begin(), free_buffers.end(), buffer) == free_buffers.end()) {
+      free_buffers.push_back(buffer);
+    }
+  };
+  for (int r = 0; r < count; ++r) {
+    if (registers[static_cast<size_t>(r)].loaded) assign(r);
+  }
+  for (int k = 0; k < end; ++k) {
+    PointwiseInstruction& instruction = instructions[static_cast<size_t>(k)];
+    // Operands are read before the output is written, so an operand's buffer read for the
+    // last time here may become the output's.
+    for (int r : instruction.operands) {
+      if (r >= 0 && last_use[static_cast<size_t>(r)] == k) release(buffer_of[static_cast<size_t>(r)]);
+    }
+    assign(instruction.output);
+    const int out_buffer = buffer_of[static_cast<size_t>(instruction.output)];
+    free_buffers.erase(std::remove(free_buffers.begin(), free_buffers.end(), out_buffer),
+                       free_buffers.end());
+    if (last_use[static_cast<size_t>(instruction.output)] == k) free_buffers.push_back(out_buffer);
+    for (int& r : instruction.operands) {
+      if (r >= 0) r = buffer_of[static_cast<size_t>(r)];
+    }
+    instruction.output = out_buffer;
+  }
+  for (int r = 0; r < count; ++r) registers[static_cast<size_t>(r)].buffer = buffer_of[static_cast<size_t>(r)];
+}
+
+}  // namespace
+
+bool excess_precision() {
+  static const bool enabled = [] {
+    const char* value = std::getenv("TORCH_TPU_FUSED_EXCESS_PRECISION");
+    return value != nullptr && std::string(value) == "1";
+  }();
+  return enabled;
+}
+
+bool pointwise_program_supports(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops) {
+  if (!plan.flat) return false;
+  for (const FusibleOp* op : ops) {
+    if (op->expression() == nullptr) return false;
+    for (const FusedTensor& tensor : op->tensors()) {
+      if (!floating(tensor.snapshot->dtype())) return false;
+    }
+  }
+  return true;
+}
+
+PointwiseProgram build_pointwise_program(const ClusterPlan& plan,
+                                         const std::vector<const FusibleOp*>& ops) {
+  PointwiseProgram program;
+  program.excess_precision = excess_precision();
+  program.numel = 1;
+  for (int64_t size : plan.shape) program.numel *= size;
+  std::map<std::pair<const void*, c10::ScalarType>, int> register_of;
+  const auto add_constant = [&](float value) {
+    program.constants.push_back(value);
+    return static_cast<int>(program.constants.size()) - 1;
+  };
+  for (size_t o = 0; o < ops.size(); ++o) {
+    const PointwiseExpression& expression = *ops[o]->expression();
+    const std::vector<FusedTensor>& tensors = ops[o]->tensors();
+    const auto reg = [&](int tensor, bool written) {
+      const TensorSnapshot& snapshot = *tensors[static_cast<size_t>(tensor)].snapshot;
+      const auto key = std::make_pair(snapshot.device_data(), snapshot.dtype());
+      auto [found, added] = register_of.emplace(key, static_cast<int>(program.registers.size()));
+      if (added) {
+        PointwiseRegister fresh;
+        fresh.device_data = snapshot.device_data();
+        fresh.dtype = snapshot.dtype();
+        fresh.loaded = !written;
+        program.registers.push_back(fresh);
+      }
+      PointwiseRegister& r = program.registers[static_cast<size_t>(found->second)];
+      if (written && plan.accesses[o][static_cast<size_t>(tensor)].kind != ChunkAccess::kScratch) {
+        r.stored = true;
+      }
+      return found->second;
+    };
+    PointwiseInstruction instruction;
+    instruction.opcode = expression.opcode;
+    instruction.dtype = tensors[static_cast<size_t>(expression.output)].snapshot->dtype();
+    for (const PointwiseOperand& operand : expression.operands) {
+      if (operand.tensor < 0) {
+        instruction.operands.push_back(-1);
+        instruction.constant_slots.push_back(add_constant(operand.constant));
+        continue;
+      }
+      const ClusterPlan::Access& access = plan.accesses[o][static_cast<size_t>(operand.tensor)];
+      if (access.kind == ChunkAccess::kWhole) {  // a single value, broadcast
+        instruction.operands.push_back(-1);
+        instruction.constant_slots.push_back(
+            add_constant(read_scalar(*tensors[static_cast<size_t>(operand.tensor)].snapshot)));
+        continue;
+      }
+      instruction.operands.push_back(reg(operand.tensor, false));
+      instruction.constant_slots.push_back(-1);
+    }
+    if (has_alpha(expression.opcode) && expression.alpha != 1.0f) {
+      instruction.alpha_slot = add_constant(expression.alpha);
+    }
+    instruction.output = reg(expression.output, true);
+    program.instructions.push_back(std::move(instruction));
+  }
+  assign_buffers(program);
+  return program;
+}
+
+std::vector<int32_t> PointwiseProgram::structure() const {
+  std::vector<int32_t> words{excess_precision ? 1 : 0, buffers,
+                             static_cast<int32_t>(registers.size())};
+  for (const PointwiseRegister& r : registers) {
+    words.insert(words.end(), {static_cast<int32_t>(r.dtype), r.loaded ? 1 : 0, r.stored ? 1 : 0,
+                               r.buffer});
+  }
+  for (const PointwiseInstruction& instruction : instructions) {
+    words.insert(words.end(), {static_cast<int32_t>(instruction.opcode), instruction.output,
+                               static_cast<int32_t>(instruction.dtype), instruction.alpha_slot,
+                               static_cast<int32_t>(instruction.operands.size())});
+    for (size_t k = 0; k < instruction.operands.size(); ++k) {
+      words.push_back(instruction.operands[k]);
+      words.push_back(instruction.constant_slots[k]);
+    }
+  }
+  return words;
+}
+
+}  // namespace torch_tpu::executors::host

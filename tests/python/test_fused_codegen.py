@@ -1,0 +1,125 @@
+"""Compiled fused kernels (executors/host/pointwise_codegen.h): a pointwise cluster that keeps
+running is compiled in the background and runs compiled from then on. Which one ran must never
+change a result, so each check runs the same program in fresh processes, interpreted
+(TORCH_TPU_FUSED_CODEGEN=0) and compiled (TORCH_TPU_CODEGEN_AFTER_MS=0, compile waited for),
+and compares the bits (any NaN counting as the same NaN). Kernels go to a per-test cache
+directory."""
+
+import json
+
+import pytest
+import torch
+
+from conftest import run_python_ok
+
+# Every opcode the loop knows, on two tensors, a broadcast single-element tensor and scalars,
+# with NaN, infinities, signed zeros and denormals among the inputs; 1000 x 37 elements is not
+# a multiple of the kernels' vector step, so the element-by-element tail runs too.
+PROGRAM = r"""
+import json, sys, torch, torch_tpu
+dtype = getattr(torch, sys.argv[1])
+g = torch.Generator().manual_seed(0)
+a = torch.randn(1000, 37, generator=g) * 3
+b = torch.rand(1000, 37, generator=g) + 0.5
+specials = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-39, -1e-39, 3.0])
+a.view(-1)[:8] = specials
+b.view(-1)[8:16] = specials
+scale = torch.tensor(1.5)
+torch_tpu.set_mode("fused")
+x, y, s = a.to(dtype).to("tpu"), b.to(dtype).to("tpu"), scale.to(dtype).to("tpu")
+
+def chain(x, y, s):
+    t = torch.add(x, y, alpha=2.0) - y * s
+    t = torch.maximum(t, y) / (y + 1) + torch.minimum(x, -y)
+    t = torch.clamp(t, -4.0, 4.0).neg().abs() + torch.relu(x).reciprocal()
+    t = torch.sqrt(y) * torch.rsqrt(y) + torch.exp(-t.abs()) - torch.tanh(x)
+    t = torch.sigmoid(t) + torch.nn.functional.silu(x) - torch.sub(t, y, alpha=0.5)
+    return t * 0.25
+
+for _ in range(3):  # hot: compiled after the first run when codegen is on
+    out = chain(x, y, s).cpu()
+    torch_tpu.wait_for_kernel_compiles()
+fusion = torch_tpu.metrics()["fusion"]
+# NaN sign and payload are not part of a value (x86 picks either operand's NaN, compilers may
+# swap the operands of a commutative op, and ATen's own scalar and vector paths differ there).
+out = torch.where(out.isnan(), torch.full_like(out, float("nan")), out)
+print(json.dumps({"bits": out.view(torch.int16 if dtype == torch.bfloat16 else torch.int32).view(-1).tolist(),
+                  "compiled_runs": fusion["compiled_kernel_runs"],
+                  "compiled": fusion["kernels_compiled"], "loaded": fusion["kernels_loaded_from_cache"],
+                  "failures": fusion["kernel_compile_failures"]}))
+"""
+
+
+def run_program(dtype: str, env: dict) -> dict:
+    return json.loads(run_python_ok(PROGRAM.replace("sys.argv[1]", repr(dtype)), env=env, timeout=300)
+                      .strip().splitlines()[-1])
+
+
+@pytest.fixture
+def kernel_cache(tmp_path):
+    return {"TORCH_TPU_KERNEL_CACHE_DIR": str(tmp_path / "kernels"), "TORCH_TPU_CODEGEN_AFTER_MS": "0"}
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_compiled_kernels_give_the_interpreters_bits(kernel_cache, dtype):
+    # bf16 chains are compiled when they keep float32 intermediates (eager rounding stays
+    # interpreted); float32 either way.
+    kernel_cache = dict(kernel_cache, TORCH_TPU_FUSED_EXCESS_PRECISION="1")
+    interpreted = run_program(dtype, dict(kernel_cache, TORCH_TPU_FUSED_CODEGEN="0"))
+    compiled = run_program(dtype, kernel_cache)
+    assert interpreted["compiled_runs"] == 0
+    assert compiled["failures"] == 0 and compiled["compiled"] >= 1
+    assert compiled["compiled_runs"] >= 1, "the hot cluster never ran compiled"
+    assert compiled["bits"] == interpreted["bits"]
+
+
+def test_a_later_process_loads_the_kernel_instead_of_compiling(kernel_cache):
+    first = run_program("float32", kernel_cache)
+    second = run_program("float32", kernel_cache)
+    assert first["compiled"] >= 1 and first["loaded"] == 0
+    assert second["compiled"] == 0 and second["loaded"] == first["compiled"]
+    assert second["bits"] == first["bits"]
+
+
+def test_a_failing_compiler_leaves_the_kernel_interpreted(kernel_cache):
+    broken = run_program("float32", dict(kernel_cache, TORCH_TPU_KERNEL_COMPILER="false"))
+    interpreted = run_program("float32", dict(kernel_cache, TORCH_TPU_FUSED_CODEGEN="0"))
+    assert broken["failures"] >= 1 and broken["compiled_runs"] == 0
+    assert broken["bits"] == interpreted["bits"]
+
+
+def test_fused_bf16_reproduces_strict_and_excess_precision_is_closer_to_float64():
+    """By default a bf16 chain equals Strict bit for bit. TORCH_TPU_FUSED_EXCESS_PRECISION=1
+    keeps intermediates in float32 (rounded once, when stored): within bf16 tolerance of
+    Strict, closer to the float64 result, and compiled."""
+    code = r"""
+import json, torch, torch_tpu
+x = torch.linspace(-3, 3, 4099).to(torch.bfloat16)
+def chain(t):
+    for _ in range(20):
+        t = (t + 1) * 1.1 - 1
+    return t
+strict = chain(x.to("tpu")).cpu()
+torch_tpu.set_mode("fused")
+for _ in range(2):
+    fused = chain(x.to("tpu")).cpu()
+    torch_tpu.wait_for_kernel_compiles()
+exact = chain(x.double())
+print(json.dumps({"equal": torch.equal(fused, strict),
+                  "max_diff": (fused.float() - strict.float()).abs().max().item(),
+                  "fused_error": (fused.double() - exact).abs().max().item(),
+                  "strict_error": (strict.double() - exact).abs().max().item(),
+                  "scale": exact.abs().max().item(),
+                  "compiled_runs": torch_tpu.metrics()["fusion"]["compiled_kernel_runs"]}))
+"""
+    default = json.loads(run_python_ok(code).strip().splitlines()[-1])
+    assert default["equal"], default
+    assert default["compiled_runs"] == 0  # eager rounding stays interpreted (faster there)
+    excess = json.loads(run_python_ok(code, env={"TORCH_TPU_FUSED_EXCESS_PRECISION": "1",
+                                                 "TORCH_TPU_CODEGEN_AFTER_MS": "0"})
+                        .strip().splitlines()[-1])
+    assert excess["fused_error"] < excess["strict_error"], excess
+    assert excess["compiled_runs"] >= 1, excess
+    # 20 links of three ops: Strict's rounding error grows along the chain; the fused result
+    # is the float32 computation rounded once.
+    assert excess["max_diff"] <= 0.05 * excess["scale"], excess
