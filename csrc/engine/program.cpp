@@ -209,53 +209,70 @@ void dump_program(const ProgramPlan& program, const char* reason, size_t nodes) 
       << program.dump;
 }
 
-void run_program(const ProgramPlan& program, std::vector<runtime::PendingTask>& tasks) {
-  std::optional<runtime::AsyncOpError> first_error;
-  std::optional<runtime::ForwardedError> forwarded;
-  const auto keep = [&](const std::string& name, const std::string& message) {
-    if (!first_error && !forwarded) first_error.emplace(name, message);
-  };
-  int64_t written = 0;
-  int64_t avoided = 0;
-  int64_t fused = 0;
-  for (const Step& step : program.steps) {
-    if (step.kind == Step::Kind::kSkip) {
-      avoided += step.cluster->bytes_avoided;
-      continue;
+// One run of a program. Each step is its own task on the stream, so a host that starts
+// waiting takes over between steps (running the rest with its whole thread team) instead of
+// waiting for the worker to finish the program on one thread. A step that fails throws,
+// naming its op(s); the stream keeps the first error and runs the later steps, as in Strict.
+class ProgramRun {
+ public:
+  ProgramRun(std::shared_ptr<const ProgramPlan> program, std::vector<runtime::PendingTask> tasks)
+      : program_(std::move(program)), tasks_(std::move(tasks)) {}
+
+  const ProgramPlan& program() const { return *program_; }
+  const char* op_name(size_t step) const {
+    const Step& s = program_->steps[step];
+    return s.kind == Step::Kind::kCluster ? "tpu::fused_kernel" : tasks_[s.first].op_name;
+  }
+
+  void run_step(size_t index) {
+    const Step& step = program_->steps[index];
+    if (step.kind == Step::Kind::kSingle) {
+      try {
+        tasks_[step.first].task();
+      } catch (const c10::Error& error) {  // named here, without the C++ backtrace
+        throw runtime::AsyncOpError(tasks_[step.first].op_name, error.what_without_backtrace());
+      }
+      return;
+    }
+    std::vector<const FusibleOp*> ops;
+    for (size_t k = step.first; k < step.first + step.count; ++k) {
+      ops.push_back(description_of(tasks_[k])->fusible.get());
     }
     try {
-      if (step.kind == Step::Kind::kSingle) {
-        tasks[step.first].task();
-        continue;
-      }
-      std::vector<const FusibleOp*> ops;
-      for (size_t k = step.first; k < step.first + step.count; ++k) {
-        ops.push_back(description_of(tasks[k])->fusible.get());
-      }
       executors::host::run_cluster(*step.cluster, ops);
-      ++fused;
-      written += step.cluster->bytes_written;
-      avoided += step.cluster->bytes_avoided;
-    } catch (const runtime::ForwardedError& error) {
-      if (!first_error && !forwarded) forwarded.emplace(error);
-    } catch (const runtime::AsyncOpError& error) {
-      if (!first_error && !forwarded) first_error.emplace(error);
     } catch (const c10::Error& error) {
-      keep(step.kind == Step::Kind::kSingle ? tasks[step.first].op_name : "fused kernel",
-           error.what_without_backtrace());
+      throw runtime::AsyncOpError(cluster_name(step), error.what_without_backtrace());
     } catch (const std::exception& error) {
-      std::string name = tasks[step.first].op_name;
-      if (step.kind == Step::Kind::kCluster) {
-        name = "fused kernel of";
-        for (size_t k = step.first; k < step.first + step.count; ++k) name += std::string(" ") + tasks[k].op_name;
-      }
-      keep(name, error.what());
+      throw runtime::AsyncOpError(cluster_name(step), error.what());
     }
   }
-  count_program_run(fused, written, avoided);
-  if (forwarded) throw *forwarded;
-  if (first_error) throw *first_error;
-}
+
+  // The counters, once every step has run.
+  void finish() const {
+    int64_t written = 0;
+    int64_t avoided = 0;
+    int64_t fused = 0;
+    for (const Step& step : program_->steps) {
+      if (step.kind == Step::Kind::kSingle) continue;
+      avoided += step.cluster->bytes_avoided;
+      if (step.kind == Step::Kind::kCluster) {
+        ++fused;
+        written += step.cluster->bytes_written;
+      }
+    }
+    count_program_run(fused, written, avoided);
+  }
+
+ private:
+  std::string cluster_name(const Step& step) const {
+    std::string name = "fused kernel of";
+    for (size_t k = step.first; k < step.first + step.count; ++k) name += std::string(" ") + tasks_[k].op_name;
+    return name;
+  }
+
+  const std::shared_ptr<const ProgramPlan> program_;
+  std::vector<runtime::PendingTask> tasks_;
+};
 
 const bool g_planner_installed = [] {
   runtime::set_planner(&plan_program);
@@ -300,9 +317,13 @@ std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,
     program_cache().store(std::move(key), program);
   }
   count_flush(reason, static_cast<int64_t>(pending.size()), hit);
-  auto tasks = std::make_shared<std::vector<runtime::PendingTask>>(std::move(pending));
+  auto run = std::make_shared<ProgramRun>(program, std::move(pending));
   std::vector<runtime::PlannedTask> planned;
-  planned.push_back({"tpu::program", [program, tasks] { run_program(*program, *tasks); }});
+  for (size_t step = 0; step < program->steps.size(); ++step) {
+    if (program->steps[step].kind == Step::Kind::kSkip) continue;
+    planned.push_back({run->op_name(step), [run, step] { run->run_step(step); }});
+  }
+  planned.push_back({"tpu::program_end", [run] { run->finish(); }});
   return planned;
 }
 
