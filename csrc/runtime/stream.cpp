@@ -221,8 +221,15 @@ bool Stream::wait_for_work() {
   std::unique_lock<std::mutex> lock(mutex_);
   worker_sleeping_.store(true, std::memory_order_seq_cst);
   while (idle() && !stopping_.load()) {
-    // A host leaving synchronize() does not wake us; the timeout covers that case.
-    work_ready_.wait_for(lock, std::chrono::milliseconds(1));
+    if (host_wants_executor_.load() > 0) {
+      // A host leaving synchronize() does not wake us; the timeout covers that case.
+      work_ready_.wait_for(lock, std::chrono::milliseconds(1));
+    } else {
+      // Producers wake a sleeping worker (queue()), and so does the destructor. No timeout:
+      // an idle worker that woke every millisecond took the CPU from whatever ran on the other
+      // core (on a 2-core machine, the other rank's collective).
+      work_ready_.wait(lock);
+    }
   }
   worker_sleeping_.store(false);
   return !(stopping_.load() && enqueued_.load() == completed_.load());
