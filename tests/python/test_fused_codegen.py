@@ -10,7 +10,7 @@ import json
 import pytest
 import torch
 
-from conftest import run_python_ok
+from conftest import finishes_within, run_python_ok
 
 # Every opcode the loop knows, on two tensors, a broadcast single-element tensor and scalars,
 # with NaN, infinities, signed zeros and denormals among the inputs; 1000 x 37 elements is not
@@ -123,3 +123,23 @@ print(json.dumps({"equal": torch.equal(fused, strict),
     # 20 links of three ops: Strict's rounding error grows along the chain; the fused result
     # is the float32 computation rounded once.
     assert excess["max_diff"] <= 0.05 * excess["scale"], excess
+
+
+def test_a_forked_child_does_not_wait_for_compiles_of_its_parent(kernel_cache):
+    """A child forked while a compile runs has no compile thread: waiting for compiles there
+    returns at once instead of hanging."""
+    code = r"""
+import os, torch, torch_tpu
+torch_tpu.set_mode("fused")
+x = torch.randn(1000, 37).to("tpu")
+(x * 2 + 1).cpu()  # hot at once (TORCH_TPU_CODEGEN_AFTER_MS=0): its compile starts
+pid = os.fork()
+if pid == 0:
+    torch_tpu.wait_for_kernel_compiles()
+    os._exit(7)
+_, status = os.waitpid(pid, 0)
+torch_tpu.wait_for_kernel_compiles()
+print("child exit", os.waitstatus_to_exitcode(status))
+"""
+    assert finishes_within(code, timeout=120, env=kernel_cache)
+    assert "child exit 7" in run_python_ok(code, env=kernel_cache)

@@ -1,6 +1,7 @@
 #include "executors/host/kernel_compiler.h"
 
 #include <dlfcn.h>
+#include <pthread.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -90,7 +91,14 @@ class KernelCompiler {
  public:
   static KernelCompiler& instance() {
     // Never destroyed: the worker may still be compiling when the process exits.
-    static KernelCompiler* compiler = new KernelCompiler;
+    static KernelCompiler* compiler = [] {
+      auto* created = new KernelCompiler;
+      // A forked child has no compile thread: it starts its own when it needs one, and
+      // compiles that were in flight count as failed there (never waited for forever).
+      pthread_atfork([] { instance().mutex_.lock(); }, [] { instance().mutex_.unlock(); },
+                     [] { instance().reset_in_child(); });
+      return created;
+    }();
     return *compiler;
   }
 
@@ -117,6 +125,22 @@ class KernelCompiler {
   KernelCompileStats stats() {
     std::lock_guard<std::mutex> lock(mutex_);
     return stats_;
+  }
+
+  // In a forked child (mutex_ held since the fork's prepare handler).
+  void reset_in_child() {
+    for (auto it = kernels_.begin(); it != kernels_.end();) {
+      if (it->second->done()) {
+        ++it;
+        continue;
+      }
+      it->second->done_.store(true, std::memory_order_release);
+      it = kernels_.erase(it);
+    }
+    jobs_.clear();
+    pending_ = 0;
+    worker_started_ = false;
+    mutex_.unlock();
   }
 
  private:
