@@ -1,8 +1,7 @@
 #include "executors/host/pointwise_loop.h"
 
-#include <chrono>
-
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
