@@ -24,8 +24,9 @@ int64_t offset_bytes(const at::Tensor& tensor) {
 class QueuedPointwiseOp : public executors::host::FusibleOp {
  public:
   QueuedPointwiseOp(const char* name, std::shared_ptr<const QueuedOp> queued,
-                    std::vector<int64_t> shape)
-      : name_(name), queued_(std::move(queued)), shape_(std::move(shape)) {}
+                    std::vector<int64_t> shape, bool reduces_rows = false)
+      : name_(name), queued_(std::move(queued)), shape_(std::move(shape)),
+        reduces_rows_(reduces_rows) {}
 
   // Adds the tensor at `slot` (captured tensors, then targets) of the queued op. Arguments are
   // read (an in-place op's self too), except out= arguments; fresh targets are only written.
@@ -50,6 +51,7 @@ class QueuedPointwiseOp : public executors::host::FusibleOp {
 
   const char* name() const override { return name_; }
   c10::IntArrayRef iteration_shape() const override { return shape_; }
+  bool reduces_rows() const override { return reduces_rows_; }
   const std::vector<FusedTensor>& tensors() const override { return tensors_; }
   void run(const std::function<at::Tensor(size_t)>& view) const override {
     // Built once when the op was recorded, not per chunk.
@@ -64,6 +66,7 @@ class QueuedPointwiseOp : public executors::host::FusibleOp {
   std::vector<FusedTensor> tensors_;
   executors::host::PointwiseExpression expression_;
   bool has_expression_ = false;
+  bool reduces_rows_ = false;
 };
 
 using executors::host::PointwiseExpression;
@@ -175,6 +178,30 @@ std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const Queue
   return expression;
 }
 
+// A reduction over non-leading dims (FusibleOp::reduces_rows): sum/mean/amax/amin over an
+// explicit list of dims that leaves dim 0, without a dtype conversion. Chunks of rows reduce
+// independently, each row with the kernel's own arithmetic, so fusing it changes no result.
+bool is_row_reduction(const OpPlan& plan, const torch::jit::Stack& args,
+                      const std::vector<at::Tensor>& outputs) {
+  static const std::unordered_set<std::string> kRowReductions = {
+      "aten::sum.dim_IntList", "aten::sum.IntList_out", "aten::mean.dim", "aten::mean.out",
+      "aten::amax", "aten::amax.out", "aten::amin", "aten::amin.out"};
+  if (!kRowReductions.count(plan.name) || outputs.size() != 1 || args.size() < 3) return false;
+  if (!args[0].isTensor() || !args[1].isIntList()) return false;
+  const at::Tensor& input = args[0].toTensor();
+  const int64_t rank = input.dim();
+  const std::vector<int64_t> dims = args[1].toIntVector();
+  if (rank < 2 || dims.empty()) return false;
+  for (int64_t dim : dims) {
+    if (dim < -rank || dim >= rank || dim == 0 || dim == -rank) return false;
+  }
+  // sum and mean take a dtype (4th argument): a conversion is left to the unfused kernel.
+  const bool has_dtype = plan.name.rfind("aten::sum", 0) == 0 || plan.name.rfind("aten::mean", 0) == 0;
+  if (has_dtype && (args.size() < 4 || !args[3].isNone())) return false;
+  const at::Tensor& output = outputs.front();
+  return output.dim() >= 1 && output.size(0) == input.size(0);
+}
+
 }  // namespace
 
 bool is_pointwise_op(const std::string& name) {
@@ -235,14 +262,18 @@ std::shared_ptr<const engine::OpDescription> describe_op(
   for (const ArgTensor& arg : captured_tensors) add_ref(arg.tensor, arg.written);
   for (const at::Tensor& tensor : fresh) add_ref(tensor, true);
 
-  // Pointwise ops with one output shape, writing through out= or in place, can be fused.
-  const bool fusible_kind = plan.pointwise && (queued->use_out_variant || fresh.empty());
+  // Pointwise ops with one output shape, and reductions of rows, writing through out= or in
+  // place, can be fused.
+  const bool writes_in_place = queued->use_out_variant || fresh.empty();
+  const bool reduction = writes_in_place && is_row_reduction(plan, args, outputs);
+  const bool fusible_kind = (plan.pointwise && writes_in_place) || reduction;
   if (!fusible_kind || outputs.empty()) return description;
-  const c10::IntArrayRef shape = outputs.front().sizes();
+  if (reduction && !is_tpu_tensor(args[0].toTensor())) return description;
+  const c10::IntArrayRef shape = reduction ? args[0].toTensor().sizes() : outputs.front().sizes();
   for (const at::Tensor& output : outputs) {
-    if (!is_tpu_tensor(output) || output.sizes() != shape) return description;
+    if (!is_tpu_tensor(output) || (!reduction && output.sizes() != shape)) return description;
   }
-  auto op = std::make_shared<QueuedPointwiseOp>(plan.name.c_str(), queued, shape.vec());
+  auto op = std::make_shared<QueuedPointwiseOp>(plan.name.c_str(), queued, shape.vec(), reduction);
   for (size_t i = 0; i < captured_tensors.size(); ++i) {
     const ArgTensor& arg = captured_tensors[i];
     if (is_tpu_tensor(arg.tensor)) {

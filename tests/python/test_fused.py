@@ -190,3 +190,40 @@ def test_a_dead_tensor_updated_in_place_is_still_read_before_the_update():
     a.add_(1)
     del a
     assert_tpu_close(y, x_cpu * a_cpu)
+
+
+def test_row_reductions_end_a_fused_kernel_and_its_rows_feed_later_ops():
+    """softmax written out (max, subtract, exp, sum, divide over the last dim) runs as one fused
+    kernel by chunks of rows, with Strict's bits; a reduction over dim 0 does not join."""
+    def softmax_pieces(x):
+        e = (x - x.amax(-1, keepdim=True)).exp()
+        return e / e.sum(-1, keepdim=True)
+
+    for dtype in (torch.float32, torch.bfloat16):
+        x_cpu = torch.randn(300, 77, generator=torch.Generator().manual_seed(3)).to(dtype)
+        torch_tpu.set_mode("strict")
+        strict = softmax_pieces(x_cpu.tpu()).cpu()
+        torch_tpu.set_mode("fused")
+        x = x_cpu.tpu()
+        torch.tpu.synchronize()
+        torch_tpu.reset_metrics()
+        fused = softmax_pieces(x).cpu()
+        assert torch.equal(fused, strict), dtype
+        assert_tpu_close(softmax_pieces(x), softmax_pieces(x_cpu.float()).to(dtype), rtol=2e-2, atol=1e-3)
+        counters = fusion()
+        assert counters["fused_kernels_run"] >= 1
+        # exp's result and x - max stay in scratch: never written to chip memory.
+        assert counters["bytes_avoided"] >= 2 * x.numel() * x.element_size()
+
+    # Reduced dims of size 1: the result has the input's shape, and the cluster still runs by
+    # rows (its dims would not exist in flat chunks).
+    y_cpu = torch.randn(8, 5, 1)
+    assert_tpu_close(((y_cpu.tpu() * 2).sum(2, keepdim=True) + 1) * 3, ((y_cpu * 2).sum(2, keepdim=True) + 1) * 3)
+
+    x_cpu = torch.randn(64, 32)
+    x = x_cpu.tpu()
+    torch.tpu.synchronize()
+    torch_tpu.reset_metrics()
+    column_sums = (x * 2).sum(0)  # reduces the rows themselves: stays a kernel of its own
+    assert_tpu_close(column_sums, (x_cpu * 2).sum(0))
+    assert fusion()["fused_kernels_run"] == 0

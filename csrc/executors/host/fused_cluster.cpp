@@ -37,6 +37,19 @@ bool broadcasts_without_rows(c10::IntArrayRef sizes, c10::IntArrayRef shape) {
   return true;
 }
 
+// Whether `sizes` is sliced along the rows of `shape` without being `shape`: dim 0 is the rows,
+// the other dims are `shape`'s or 1 (a keepdim reduction's result), or — for the reduction
+// that writes it — any shape starting with the rows.
+bool row_shaped(c10::IntArrayRef sizes, c10::IntArrayRef shape, bool written_by_reduction) {
+  if (sizes.empty() || shape.size() < 2 || sizes[0] != shape[0]) return false;
+  if (written_by_reduction) return true;
+  if (sizes.size() != shape.size()) return false;
+  for (size_t d = 1; d < sizes.size(); ++d) {
+    if (sizes[d] != 1 && sizes[d] != shape[d]) return false;
+  }
+  return true;
+}
+
 int64_t numel_of(c10::IntArrayRef sizes) {
   int64_t n = 1;
   for (int64_t size : sizes) n *= size;
@@ -58,9 +71,13 @@ bool ClusterBuilder::try_add(const FusibleOp& op) {
   for (const FusedTensor& tensor : op.tensors()) {
     const TensorSnapshot& snapshot = *tensor.snapshot;
     const bool rows = snapshot.sizes() == c10::IntArrayRef(shape_);
-    if (!rows && (tensor.written || !broadcasts_without_rows(snapshot.sizes(), shape_))) return false;
-    accesses[tensor.storage].push_back(
-        Geometry{snapshot.device_data(), snapshot.strides().vec(), snapshot.dtype(), !rows});
+    const bool by_rows =
+        !rows && row_shaped(snapshot.sizes(), shape_, tensor.written && op.reduces_rows());
+    const bool whole = !rows && !by_rows;
+    if (whole && (tensor.written || !broadcasts_without_rows(snapshot.sizes(), shape_))) return false;
+    accesses[tensor.storage].push_back(Geometry{snapshot.device_data(), snapshot.strides().vec(),
+                                                snapshot.dtype(), whole, by_rows,
+                                                numel_of(snapshot.sizes())});
     if (tensor.written) written[tensor.storage] = true;
   }
   // A storage the cluster writes must be seen through one geometry, sliced along the rows.
@@ -90,8 +107,14 @@ ClusterPlan ClusterBuilder::finish(
   ClusterPlan plan;
   plan.shape = shape_;
   std::map<const c10::StorageImpl*, int> scratch_slot;
+  const auto iteration_shaped = [&](const c10::StorageImpl* storage) {
+    for (const Geometry& geometry : accesses_.at(storage)) {
+      if (geometry.row_shaped) return false;  // scratch is chunks of the iteration's shape
+    }
+    return true;
+  };
   for (const c10::StorageImpl* storage : written_order_) {
-    if (!read_before_written_.count(storage) && internal(storage)) {
+    if (!read_before_written_.count(storage) && internal(storage) && iteration_shaped(storage)) {
       scratch_slot[storage] = static_cast<int>(plan.scratch_dtypes.size());
       plan.scratch_dtypes.push_back(accesses_.at(storage).front().dtype);
     }
@@ -99,6 +122,9 @@ ClusterPlan ClusterBuilder::finish(
   const int64_t numel = numel_of(shape_);
   bool flat = true;
   for (const FusibleOp* op : ops_) {
+    // A reduction's dims name the iteration's dims: it needs chunks of rows, never flat ones
+    // (even when the dims it reduces have size 1 and its result has the iteration's shape).
+    if (op->reduces_rows()) flat = false;
     std::vector<ClusterPlan::Access> accesses;
     for (const FusedTensor& tensor : op->tensors()) {
       const TensorSnapshot& snapshot = *tensor.snapshot;
@@ -108,6 +134,9 @@ ClusterPlan ClusterBuilder::finish(
       } else if (snapshot.sizes() == c10::IntArrayRef(shape_)) {
         access.kind = ChunkAccess::kRows;
         flat = flat && is_row_major(snapshot.sizes(), snapshot.strides());
+      } else if (row_shaped(snapshot.sizes(), shape_, tensor.written && op->reduces_rows())) {
+        access.kind = ChunkAccess::kRows;  // its own rows: chunks must be rows, not elements
+        flat = false;
       } else {
         access.kind = ChunkAccess::kWhole;
         flat = flat && numel_of(snapshot.sizes()) == 1;
@@ -119,7 +148,8 @@ ClusterPlan ClusterBuilder::finish(
   plan.flat = flat || shape_.empty();
   plan.pointwise_kernel = std::make_shared<PointwiseKernelSlot>();
   const auto bytes_of = [&](const c10::StorageImpl* storage) {
-    return numel * static_cast<int64_t>(c10::elementSize(accesses_.at(storage).front().dtype));
+    const Geometry& geometry = accesses_.at(storage).front();
+    return geometry.numel * static_cast<int64_t>(c10::elementSize(geometry.dtype));
   };
   for (const c10::StorageImpl* storage : written_order_) {
     (scratch_slot.count(storage) ? plan.bytes_avoided : plan.bytes_written) += bytes_of(storage);

@@ -45,6 +45,9 @@ struct ClusterPlan {
 // Grows a cluster op by op. An op joins if it iterates the same shape, every tensor it touches
 // is sliced along the iteration or broadcast into it, and every storage the cluster writes is
 // accessed through one and the same geometry (so chunk order cannot reorder a dependency).
+// A reduction over non-leading dims (FusibleOp::reduces_rows) joins too: its result, and later
+// reads of it shaped [rows, 1, ...], are sliced along dim 0 like the iteration, so the cluster
+// runs by chunks of rows.
 class ClusterBuilder {
  public:
   bool try_add(const FusibleOp& op);
@@ -60,7 +63,9 @@ class ClusterBuilder {
     const void* data;
     std::vector<int64_t> strides;
     c10::ScalarType dtype;
-    bool whole;
+    bool whole;        // broadcast into every chunk
+    bool row_shaped;   // sliced along dim 0 but not the iteration's shape (a reduction's rows)
+    int64_t numel;
   };
   std::vector<const FusibleOp*> ops_;
   std::vector<int64_t> shape_;

@@ -80,6 +80,10 @@ class FusibleOp {
   virtual void run(const std::function<at::Tensor(size_t)>& view) const = 0;
   // Its computation in register form, if the fused loop knows it (else null: run() is used).
   virtual const PointwiseExpression* expression() const { return nullptr; }
+  // A reduction over non-leading dims of its input (which is what it iterates): it writes one
+  // result per row of dim 0, so a cluster chunked by rows may end in it (softmax's and norms'
+  // sums and maxima) and later ops may read its row-shaped result.
+  virtual bool reduces_rows() const { return false; }
 };
 
 }  // namespace torch_tpu::executors::host
