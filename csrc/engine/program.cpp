@@ -41,7 +41,10 @@ struct Step {
 
 struct ProgramPlan {
   std::vector<Step> steps;
+  // What one run does, counted once when planned (torch_tpu.metrics()).
   int64_t fused_kernels = 0;
+  int64_t bytes_written = 0;  // by fused kernels
+  int64_t bytes_avoided = 0;  // intermediates fused kernels (and skipped clusters) never write
   std::string dump;  // readable form, for TORCH_TPU_DUMP_PROGRAMS
 };
 
@@ -154,6 +157,8 @@ ProgramPlan plan(const std::vector<runtime::PendingTask>& pending) {
       if (step.kind == Step::Kind::kSingle) step.cluster = nullptr;
       dump << "step " << program.steps.size() << ": ";
       if (step.kind == Step::Kind::kSkip) dump << "skipped (no one reads the results): ";
+      if (step.kind != Step::Kind::kSingle) program.bytes_avoided += cluster->bytes_avoided;
+      if (step.kind == Step::Kind::kCluster) program.bytes_written += cluster->bytes_written;
       if (step.kind == Step::Kind::kCluster) {
         dump << "fused kernel over " << shape_text(cluster->shape) << " ("
              << cluster->scratch_dtypes.size() << " intermediates in scratch): ";
@@ -218,7 +223,6 @@ class ProgramRun {
   ProgramRun(std::shared_ptr<const ProgramPlan> program, std::vector<runtime::PendingTask> tasks)
       : program_(std::move(program)), tasks_(std::move(tasks)) {}
 
-  const ProgramPlan& program() const { return *program_; }
   const char* op_name(size_t step) const {
     const Step& s = program_->steps[step];
     return s.kind == Step::Kind::kCluster ? "tpu::fused_kernel" : tasks_[s.first].op_name;
@@ -249,18 +253,7 @@ class ProgramRun {
 
   // The counters, once every step has run.
   void finish() const {
-    int64_t written = 0;
-    int64_t avoided = 0;
-    int64_t fused = 0;
-    for (const Step& step : program_->steps) {
-      if (step.kind == Step::Kind::kSingle) continue;
-      avoided += step.cluster->bytes_avoided;
-      if (step.kind == Step::Kind::kCluster) {
-        ++fused;
-        written += step.cluster->bytes_written;
-      }
-    }
-    count_program_run(fused, written, avoided);
+    count_program_run(program_->fused_kernels, program_->bytes_written, program_->bytes_avoided);
   }
 
  private:
