@@ -228,8 +228,41 @@ class ProgramRun {
     return s.kind == Step::Kind::kCluster ? "tpu::fused_kernel" : tasks_[s.first].op_name;
   }
 
+  // Runs step `index`, then releases what the host dropped while its ops were pending (even
+  // when the step fails: the buffers are dead either way).
   void run_step(size_t index) {
+    try {
+      run_ops(program_->steps[index]);
+    } catch (...) {
+      run_releases(index);
+      throw;
+    }
+    run_releases(index);
+  }
+
+  bool has_releases(size_t index) const {
     const Step& step = program_->steps[index];
+    for (size_t k = step.first; k < step.first + step.count; ++k) {
+      if (!tasks_[k].then.empty()) return true;
+    }
+    return false;
+  }
+
+  void run_releases(size_t index) {
+    const Step& step = program_->steps[index];
+    for (size_t k = step.first; k < step.first + step.count; ++k) {
+      for (runtime::Task& release : tasks_[k].then) release();
+      tasks_[k].then.clear();
+    }
+  }
+
+  // The counters, once every step has run.
+  void finish() const {
+    count_program_run(program_->fused_kernels, program_->bytes_written, program_->bytes_avoided);
+  }
+
+ private:
+  void run_ops(const Step& step) {
     if (step.kind == Step::Kind::kSingle) {
       try {
         tasks_[step.first].task();
@@ -251,12 +284,6 @@ class ProgramRun {
     }
   }
 
-  // The counters, once every step has run.
-  void finish() const {
-    count_program_run(program_->fused_kernels, program_->bytes_written, program_->bytes_avoided);
-  }
-
- private:
   std::string cluster_name(const Step& step) const {
     std::string name = "fused kernel of";
     for (size_t k = step.first; k < step.first + step.count; ++k) name += std::string(" ") + tasks_[k].op_name;
@@ -313,7 +340,12 @@ std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,
   auto run = std::make_shared<ProgramRun>(program, std::move(pending));
   std::vector<runtime::PlannedTask> planned;
   for (size_t step = 0; step < program->steps.size(); ++step) {
-    if (program->steps[step].kind == Step::Kind::kSkip) continue;
+    if (program->steps[step].kind == Step::Kind::kSkip) {
+      if (run->has_releases(step)) {
+        planned.push_back({"tpu::release_buffer", [run, step] { run->run_releases(step); }});
+      }
+      continue;
+    }
     planned.push_back({run->op_name(step), [run, step] { run->run_step(step); }});
   }
   planned.push_back({"tpu::program_end", [run] { run->finish(); }});

@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "engine/launch.h"
+#include "engine/mode.h"
 #include "executors/host/tensor_snapshot.h"
 
 namespace torch_tpu::privateuse1 {
@@ -14,7 +15,27 @@ void delete_device_buffer(void* context) {
   if (context == nullptr) return;
   const auto address = reinterpret_cast<runtime::DeviceAddress>(context);
   runtime::Chip* chip = runtime::Runtime::instance().chip_of(address);
-  if (chip != nullptr) chip->allocator().free(address);
+  if (chip == nullptr) return;
+  if (chip->lazy_buffers().owns(address)) {
+    // Queued or pending work may still reach it: released in its stream's order.
+    chip->release_lazy_in_stream_order(address);
+  } else {
+    chip->allocator().free(address);
+  }
+}
+
+// Fused mode: a handle without chip memory, which gets memory when a task first needs its
+// bytes (runtime/lazy_buffers.h), or 0 to allocate now. Near capacity (if every unmaterialized
+// buffer might need memory at once) the request is allocated now instead, with Strict's
+// out-of-memory handling.
+runtime::DeviceAddress reserve_lazily(runtime::Chip& chip, size_t nbytes,
+                                      runtime::StreamId stream) {
+  if (engine::current_mode() != engine::ExecutionMode::kFused) return 0;
+  runtime::LazyBuffers& lazy = chip.lazy_buffers();
+  const size_t allocated = chip.allocator().allocated_bytes();
+  const size_t capacity = chip.memory().capacity();
+  if (allocated + lazy.unmaterialized_bytes() + nbytes > capacity) return 0;
+  return lazy.reserve(nbytes, stream);
 }
 
 void copy_stat(const runtime::Stat& from, c10::CachingAllocator::Stat& to) {
@@ -36,6 +57,10 @@ c10::DataPtr allocate_on(c10::DeviceIndex device, size_t nbytes) {
   runtime::Chip& chip = engine::chip(device);
   // The block belongs to the current stream: freed, it is reused in that stream's order.
   const runtime::StreamId stream = engine::current_stream_id(device);
+  if (const runtime::DeviceAddress handle = reserve_lazily(chip, nbytes, stream)) {
+    void* lazy = reinterpret_cast<void*>(handle);
+    return c10::DataPtr(lazy, lazy, &delete_device_buffer, where);
+  }
   const runtime::DeviceAddress address = engine::translate_errors([&] {
     try {
       return chip.allocator().allocate(nbytes, stream, runtime::WhenFull::kThrowForRetry);
@@ -76,7 +101,13 @@ void record_stream_use(const void* data, c10::Stream stream) {
   TORCH_CHECK(runtime::chip_of_address(address) == stream.device_index(),
               "record_stream: the tensor lives on another tpu than stream ", stream);
   runtime::Chip& chip = engine::chip(stream.device_index());
-  engine::translate_errors([&] { chip.allocator().record_stream(address, stream.id()); });
+  engine::translate_errors([&] {
+    if (chip.lazy_buffers().owns(address)) {
+      chip.lazy_buffers().record_stream(address, stream.id());
+    } else {
+      chip.allocator().record_stream(address, stream.id());
+    }
+  });
 }
 
 void TpuDeviceAllocator::emptyCache(c10::MempoolId_t) {

@@ -4,10 +4,35 @@
 
 #include "engine/metrics.h"
 #include "privateuse1/shape_cache.h"
+#include "runtime/chip.h"
 
 namespace torch_tpu::python {
 
 namespace py = pybind11;
+
+namespace {
+
+// Lazily allocated buffers that never got chip memory, over all chips, since the last reset
+// (the runtime's counts only grow; a reset keeps them as the baseline).
+struct NeverAllocated {
+  int64_t buffers = 0;
+  int64_t bytes = 0;
+};
+
+NeverAllocated never_allocated_totals() {
+  NeverAllocated total;
+  runtime::Runtime& chips = runtime::Runtime::instance();
+  for (int i = 0; i < chips.chip_count(); ++i) {
+    const runtime::LazyBufferStats stats = chips.chip(i).lazy_buffers().stats();
+    total.buffers += stats.never_materialized;
+    total.bytes += stats.bytes_never_materialized;
+  }
+  return total;
+}
+
+NeverAllocated g_never_allocated_baseline;
+
+}  // namespace
 
 void init_metrics(py::module_& m) {
   m.def("_metrics", [] {
@@ -33,6 +58,9 @@ void init_metrics(py::module_& m) {
     fused["nodes_executed"] = fusion.nodes_executed;
     fused["bytes_materialized"] = fusion.bytes_materialized;
     fused["bytes_avoided"] = fusion.bytes_avoided;
+    const NeverAllocated never = never_allocated_totals();
+    fused["buffers_never_allocated"] = never.buffers - g_never_allocated_baseline.buffers;
+    fused["bytes_never_allocated"] = never.bytes - g_never_allocated_baseline.bytes;
     fused["kernels_compiled"] = fusion.kernels_compiled;
     fused["kernels_loaded_from_cache"] = fusion.kernels_loaded_from_cache;
     fused["kernel_compile_failures"] = fusion.kernel_compile_failures;
@@ -42,6 +70,7 @@ void init_metrics(py::module_& m) {
   });
   m.def("_reset_metrics", [] {
     engine::reset_metrics();
+    g_never_allocated_baseline = never_allocated_totals();
     privateuse1::reset_shape_cache_stats();
   });
 }

@@ -84,7 +84,8 @@ Chip::Chip(int index, size_t capacity)
         Event mark;
         mark.record(stream(id));
         return mark;
-      }) {}
+      }),
+      lazy_buffers_(index, allocator_) {}
 
 Chip::~Chip() {
   // Streams go first and drain: their tasks may still free blocks into the allocator.
@@ -109,6 +110,11 @@ Stream& Chip::pool_stream(bool high_priority) {
   const uint32_t turn = (high_priority ? next_high_ : next_low_).fetch_add(1);
   const int64_t offset = high_priority ? 1 + kStreamsPerPool : 1;
   return stream(offset + static_cast<int64_t>(turn % kStreamsPerPool));
+}
+
+void Chip::release_lazy_in_stream_order(DeviceAddress handle) {
+  stream(lazy_buffers_.owner_stream(handle))
+      .after_issued_work([this, handle] { lazy_buffers_.release(handle); });
 }
 
 void Chip::flush(const char* reason) {

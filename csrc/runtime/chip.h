@@ -12,6 +12,7 @@
 
 #include "runtime/caching_allocator.h"
 #include "runtime/device_memory.h"
+#include "runtime/lazy_buffers.h"
 #include "runtime/stream.h"
 
 namespace torch_tpu::runtime {
@@ -30,6 +31,17 @@ class Chip {
   std::string name() const;  // e.g. "TPU host-runtime chip"
   DeviceMemory& memory() { return memory_; }
   CachingAllocator& allocator() { return allocator_; }
+  LazyBuffers& lazy_buffers() { return lazy_buffers_; }
+
+  // Host view of a chip address or an address inside a lazy buffer (host executor only). A
+  // lazy buffer gets its chip memory here, on first use.
+  void* host_address(DeviceAddress address) {
+    if (lazy_buffers_.owns(address)) address = lazy_buffers_.resolve(address);
+    return memory_.host_address(address);
+  }
+  // Releases a lazy buffer (its last tensor died on the host) once its owner stream has run
+  // every task issued so far: at once if the stream is idle, otherwise after those tasks.
+  void release_lazy_in_stream_order(DeviceAddress handle);
 
   Stream& default_stream() { return stream(kDefaultStreamId); }
   // Stream by id (0 = default, then the low- and high-priority pools). Throws on unknown ids.
@@ -46,6 +58,7 @@ class Chip {
   const int index_;
   DeviceMemory memory_;
   CachingAllocator allocator_;
+  LazyBuffers lazy_buffers_;  // after the allocator, before the streams (whose tasks release)
   std::mutex streams_mutex_;
   // Index 0: default; 1..kStreamsPerPool: low priority; then high priority. Created lazily.
   std::array<std::unique_ptr<Stream>, 1 + 2 * kStreamsPerPool> streams_;

@@ -46,6 +46,11 @@ std::atomic<Planner> g_planner{nullptr};
 std::atomic<bool> g_deferral{false};
 thread_local bool t_is_stream_worker = false;
 thread_local bool t_executor_prepared = false;
+// The stream whose flush this thread is running (it holds that stream's pending lock).
+thread_local const Stream* t_flushing = nullptr;
+
+// The name of the tasks that give back buffers the host dropped.
+constexpr const char* kReleaseTaskName = "tpu::release_buffer";
 
 }  // namespace
 
@@ -95,18 +100,46 @@ void Stream::flush(const char* reason) {
   std::vector<PendingTask> pending;
   pending.swap(pending_);
   has_pending_.store(false, std::memory_order_release);
+  t_flushing = this;
   const Planner planner = g_planner.load();
   if (planner == nullptr) {
-    for (PendingTask& task : pending) queue(task.op_name, std::move(task.task));
-    return;
+    for (PendingTask& task : pending) {
+      queue(task.op_name, std::move(task.task), /*reclaim=*/false);
+      for (Task& then : task.then) queue(kReleaseTaskName, std::move(then), /*reclaim=*/false);
+    }
+  } else {
+    // Queued under the lock: a concurrent flush cannot overtake this one.
+    for (PlannedTask& planned : planner(*this, std::move(pending), reason)) {
+      queue(planned.op_name, std::move(planned.task), /*reclaim=*/false);
+    }
   }
-  // Queued under the lock: a concurrent flush cannot overtake this one.
-  for (PlannedTask& planned : planner(*this, std::move(pending), reason)) {
-    queue(planned.op_name, std::move(planned.task));
-  }
+  for (Task& action : after_flush_) queue(kReleaseTaskName, std::move(action), /*reclaim=*/false);
+  after_flush_.clear();
+  t_flushing = nullptr;
 }
 
-void Stream::queue(const char* op_name, Task task) {
+void Stream::after_issued_work(Task action) {
+  if (t_flushing == this) {  // planning dropped a buffer: after the program being queued
+    after_flush_.push_back(std::move(action));
+    return;
+  }
+  {
+    // Under the pending lock: a flush on another thread has either queued its program (then
+    // the stream is not idle) or not taken the pending tasks yet.
+    std::lock_guard<std::mutex> lock(pending_mutex_);
+    if (!pending_.empty()) {
+      pending_.back().then.push_back(std::move(action));
+      return;
+    }
+    if (!query()) {
+      queue(kReleaseTaskName, std::move(action), /*reclaim=*/false);
+      return;
+    }
+  }
+  action();
+}
+
+void Stream::queue(const char* op_name, Task task, bool reclaim) {
   if (!worker_started_.load(std::memory_order_acquire)) start_worker();
   auto* node = new Node;
   node->op_name = op_name;
@@ -122,7 +155,7 @@ void Stream::queue(const char* op_name, Task task) {
     std::lock_guard<std::mutex> lock(mutex_);
     work_ready_.notify_one();
   }
-  if (retired_.load(std::memory_order_relaxed) != nullptr) delete_retired();
+  if (reclaim && retired_.load(std::memory_order_relaxed) != nullptr) delete_retired();
 }
 
 void Stream::start_worker() {

@@ -57,6 +57,9 @@ struct PendingTask {
   const char* op_name = nullptr;
   Task task;
   std::shared_ptr<const void> description;  // what a planner may fuse; null: opaque
+  // Run once this task has run (whatever it was planned into): releases of buffers the host
+  // dropped after issuing it (Stream::after_issued_work). They must not throw.
+  std::vector<Task> then;
 };
 struct PlannedTask {
   const char* op_name = nullptr;
@@ -102,6 +105,10 @@ class Stream {
                bool program_boundary = false);
   // Plans and queues the pending tasks, if any. `reason` (interned) goes to the planner.
   void flush(const char* reason);
+  // Runs `action` once every task issued on this stream so far has run: now if the stream is
+  // idle, else after them (after the last pending task's program step in deferred mode, or as
+  // a task of its own). For giving back memory the host dropped. `action` must not throw.
+  void after_issued_work(Task action);
   bool has_pending() const;
 
   // Flushes (saying `reason`), then returns once every task queued so far has run (running
@@ -135,7 +142,9 @@ class Stream {
     const char* op_name = nullptr;
     Task task;
   };
-  void queue(const char* op_name, Task task);
+  // `reclaim`: delete nodes of run tasks (whose captures may free buffers). Off while the
+  // pending lock is held, so no buffer release re-enters it.
+  void queue(const char* op_name, Task task, bool reclaim = true);
   void run_worker();
   // Sleeps until work arrives (or stopping); returns false when the worker should exit.
   bool wait_for_work();
@@ -167,6 +176,7 @@ class Stream {
 
   mutable std::mutex pending_mutex_;  // guards pending_; held while a flush plans and queues
   std::vector<PendingTask> pending_;
+  std::vector<Task> after_flush_;  // after_issued_work() calls made while this thread flushed
   std::atomic<bool> has_pending_{false};
 
   mutable std::mutex mutex_;  // guards sleeping/waking, starting the worker, pending_error_

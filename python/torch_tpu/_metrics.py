@@ -11,7 +11,9 @@ def metrics() -> dict:
 
     ``fusion`` (fused mode): ``flushes`` by reason, ``programs_planned``, ``cache_hits``,
     ``cache_misses``, ``programs_run``, ``fused_kernels_run``, ``nodes_executed``,
-    ``bytes_materialized``, ``bytes_avoided``, and for kernels compiled once hot
+    ``bytes_materialized``, ``bytes_avoided``, ``buffers_never_allocated`` and
+    ``bytes_never_allocated`` (buffers whose tensors died before anything needed their bytes,
+    so they never took chip memory), and for kernels compiled once hot
     ``kernels_compiled``, ``kernels_loaded_from_cache``, ``kernel_compile_failures``,
     ``compiled_kernel_runs``."""
     return _C._metrics()

@@ -187,6 +187,25 @@ TEST(Stream, ManyShortSynchronizedRoundTrips) {
 }
 
 // Turns on deferral for one test, with a planner that records what it was given.
+TEST(Stream, WorkAfterIssuedTasksRunsAtOnceWhenIdleElseAfterThem) {
+  Stream stream(0, 0, 0);
+  bool ran = false;
+  stream.after_issued_work([&] { ran = true; });
+  EXPECT_TRUE(ran);  // idle: nothing to wait for
+
+  std::atomic<bool> release_gate{false};
+  std::vector<int> seen;
+  stream.enqueue("test::slow", [&] {
+    while (!release_gate.load()) std::this_thread::yield();
+    seen.push_back(1);
+  });
+  stream.after_issued_work([&] { seen.push_back(2); });
+  EXPECT_TRUE(seen.empty());
+  release_gate = true;
+  stream.synchronize();
+  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
+}
+
 class DeferralTest : public ::testing::Test {
  protected:
   static inline std::vector<std::string> reasons;
@@ -204,7 +223,10 @@ class DeferralTest : public ::testing::Test {
       auto tasks = std::make_shared<std::vector<PendingTask>>(std::move(pending));
       for (const PendingTask& task : *tasks) described += task.description != nullptr;
       planned.push_back({"test::program", [tasks] {
-                           for (PendingTask& task : *tasks) task.task();
+                           for (PendingTask& task : *tasks) {
+                             task.task();
+                             for (Task& then : task.then) then();
+                           }
                          }});
       return planned;
     });
@@ -256,6 +278,17 @@ TEST_F(DeferralTest, PastTheSoftBoundAProgramBoundaryFlushes) {
   EXPECT_EQ(batch_sizes.back(), kSoftPendingTasks + 6);
   stream.synchronize();
   EXPECT_EQ(count, static_cast<int>(kSoftPendingTasks + 6));
+}
+
+TEST_F(DeferralTest, WorkAfterIssuedTasksFollowsTheLastPendingTask) {
+  Stream stream(0, 0, 0);
+  std::vector<int> seen;
+  stream.enqueue("test::a", [&] { seen.push_back(1); });
+  stream.after_issued_work([&] { seen.push_back(-1); });
+  stream.enqueue("test::b", [&] { seen.push_back(2); });
+  EXPECT_TRUE(seen.empty());  // pending: the release waits with them
+  stream.synchronize();
+  EXPECT_EQ(seen, (std::vector<int>{1, -1, 2}));
 }
 
 TEST_F(DeferralTest, AProgramNodeNamesItsOwnOpWhenItFails) {

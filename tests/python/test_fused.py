@@ -68,6 +68,53 @@ def test_a_dead_result_is_not_computed_at_all():
     assert counters["bytes_materialized"] == 64 * 64 * 4
 
 
+def peak_allocated_by(run, mode):
+    """Bytes of chip memory `run()` had allocated at its peak, above what was live before it."""
+    torch_tpu.set_mode(mode)
+    torch.tpu.synchronize()
+    torch.tpu.reset_peak_memory_stats()
+    before = torch.tpu.memory_allocated()
+    result = run()
+    torch.tpu.synchronize()
+    return result, torch.tpu.max_memory_allocated() - before
+
+
+def test_a_dead_intermediate_is_never_allocated():
+    """In fused mode a buffer gets chip memory only when a task needs its bytes: the chain's
+    intermediates die before the flush and stay in the fused kernel's scratch, so they never
+    take chip memory. Strict allocates each of them; peak memory shows the difference."""
+    x_cpu, x = cpu_and_tpu(1024, 1024)  # 4 MiB
+    one_tensor = x.numel() * x.element_size()
+
+    def chain():
+        return ((x + 1.0) * 2.0 - 1.0).sin()
+
+    strict, strict_peak = peak_allocated_by(chain, "strict")
+    torch_tpu.reset_metrics()
+    fused, fused_peak = peak_allocated_by(chain, "fused")
+    assert strict_peak == 2 * one_tensor  # each op's input and output are alive at once
+    assert fused_peak == one_tensor  # the result only
+    counters = fusion()
+    assert counters["buffers_never_allocated"] == 3  # x + 1, * 2, - 1
+    assert counters["bytes_never_allocated"] == 3 * one_tensor
+    expected = ((x_cpu + 1.0) * 2.0 - 1.0).sin()
+    assert_tpu_close(fused, expected)
+    assert_tpu_close(strict, expected)
+
+
+def test_a_buffer_dropped_while_pending_is_freed_after_the_ops_that_read_it():
+    """The host drops `a` right after issuing the op that reads it; its memory goes back only
+    once that op has run, so a later buffer cannot take it too early (the results stay right)."""
+    x_cpu, x = cpu_and_tpu(256, 256)
+    torch.tpu.synchronize()
+    a = x @ x  # a matmul: not fused, so `a` needs chip memory
+    b = a.sum(0)
+    del a
+    c = (x * 3.0) @ x  # takes memory while `a`'s reader is still pending
+    assert_tpu_close(b, (x_cpu @ x_cpu).sum(0), rtol=1e-4, atol=1e-3)
+    assert_tpu_close(c, (x_cpu * 3.0) @ x_cpu, rtol=1e-4, atol=1e-3)
+
+
 def test_broadcasting_type_promotion_and_in_place_views_match_cpu():
     a_cpu, a = cpu_and_tpu(32, 8)
     b_cpu, b = cpu_and_tpu(8, seed=1)

@@ -13,7 +13,7 @@ void* host_address(const void* device_address) {
   const auto address = reinterpret_cast<runtime::DeviceAddress>(device_address);
   runtime::Chip* chip = runtime::Runtime::instance().chip_of(address);
   TORCH_INTERNAL_ASSERT(chip != nullptr, "not a tpu device address: ", device_address);
-  return chip->memory().host_address(address);
+  return chip->host_address(address);
 }
 
 at::Tensor cpu_view_of(const void* device_data, c10::IntArrayRef sizes, c10::IntArrayRef strides,
