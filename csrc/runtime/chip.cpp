@@ -89,6 +89,7 @@ Chip::Chip(int index, size_t capacity)
 
 Chip::~Chip() {
   // Streams go first and drain: their tasks may still free blocks into the allocator.
+  for (auto& created : created_) created.store(nullptr);
   for (auto& stream : streams_) stream.reset();
 }
 
@@ -100,9 +101,14 @@ Stream& Chip::stream(int64_t id) {
                        std::to_string(index_) + " (valid: 0.." +
                        std::to_string(streams_.size() - 1) + ")");
   }
+  const auto index = static_cast<size_t>(id);
+  if (Stream* created = created_[index].load(std::memory_order_acquire)) return *created;
   std::lock_guard<std::mutex> lock(streams_mutex_);
-  auto& slot = streams_[static_cast<size_t>(id)];
-  if (!slot) slot = std::make_unique<Stream>(index_, id, priority_of(id));
+  auto& slot = streams_[index];
+  if (!slot) {
+    slot = std::make_unique<Stream>(index_, id, priority_of(id));
+    created_[index].store(slot.get(), std::memory_order_release);
+  }
   return *slot;
 }
 

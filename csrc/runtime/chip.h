@@ -62,6 +62,8 @@ class Chip {
   std::mutex streams_mutex_;
   // Index 0: default; 1..kStreamsPerPool: low priority; then high priority. Created lazily.
   std::array<std::unique_ptr<Stream>, 1 + 2 * kStreamsPerPool> streams_;
+  // streams_[i].get() once created: read without the lock on every op launch.
+  std::array<std::atomic<Stream*>, 1 + 2 * kStreamsPerPool> created_{};
   std::atomic<uint32_t> next_low_{0};
   std::atomic<uint32_t> next_high_{0};
 };
