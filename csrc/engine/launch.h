@@ -22,6 +22,9 @@ decltype(auto) translate_errors(F&& fn) {
     return std::forward<F>(fn)();
   } catch (const runtime::OutOfMemoryError& e) {
     TORCH_CHECK_WITH(OutOfMemoryError, false, e.what());
+  } catch (const runtime::AsyncOpError& e) {
+    TORCH_CHECK_WITH(OutOfMemoryError, !e.out_of_memory(), e.what());
+    TORCH_CHECK(false, e.what());
   } catch (const runtime::RuntimeError& e) {
     TORCH_CHECK(false, e.what());
   }

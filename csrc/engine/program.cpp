@@ -279,6 +279,8 @@ class ProgramRun {
       executors::host::run_cluster(*step.cluster, ops);
     } catch (const c10::Error& error) {
       throw runtime::AsyncOpError(cluster_name(step), error.what_without_backtrace());
+    } catch (const runtime::OutOfMemoryError& error) {
+      throw runtime::AsyncOpError(cluster_name(step), error.what(), /*out_of_memory=*/true);
     } catch (const std::exception& error) {
       throw runtime::AsyncOpError(cluster_name(step), error.what());
     }

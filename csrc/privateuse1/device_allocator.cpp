@@ -25,16 +25,17 @@ void delete_device_buffer(void* context) {
 }
 
 // Fused mode: a handle without chip memory, which gets memory when a task first needs its
-// bytes (runtime/lazy_buffers.h), or 0 to allocate now. Near capacity (if every unmaterialized
-// buffer might need memory at once) the request is allocated now instead, with Strict's
-// out-of-memory handling.
+// bytes (runtime/lazy_buffers.h), or 0 to allocate now. Lazy only while every unmaterialized
+// buffer would fit in the chip memory no segment holds yet: near capacity the request is
+// allocated now instead, with Strict's out-of-memory handling (an error at the call). A lazy
+// buffer that finds no memory when it runs fails its op with torch.OutOfMemoryError at the
+// next sync point.
 runtime::DeviceAddress reserve_lazily(runtime::Chip& chip, size_t nbytes,
                                       runtime::StreamId stream) {
   if (engine::current_mode() != engine::ExecutionMode::kFused) return 0;
   runtime::LazyBuffers& lazy = chip.lazy_buffers();
-  const size_t allocated = chip.allocator().allocated_bytes();
-  const size_t capacity = chip.memory().capacity();
-  if (allocated + lazy.unmaterialized_bytes() + nbytes > capacity) return 0;
+  const size_t unreserved = chip.memory().capacity() - chip.memory().reserved_bytes();
+  if (lazy.unmaterialized_bytes() + nbytes > unreserved) return 0;
   return lazy.reserve(nbytes, stream);
 }
 
@@ -60,6 +61,11 @@ c10::DataPtr allocate_on(c10::DeviceIndex device, size_t nbytes) {
   if (const runtime::DeviceAddress handle = reserve_lazily(chip, nbytes, stream)) {
     void* lazy = reinterpret_cast<void*>(handle);
     return c10::DataPtr(lazy, lazy, &delete_device_buffer, where);
+  }
+  if (chip.lazy_buffers().unmaterialized_bytes() > 0) {
+    // Fused mode near capacity: pending work is owed memory first, or this allocation could
+    // take what a lazy buffer needs when its op runs.
+    engine::sync_device(device, "memory_pressure");
   }
   const runtime::DeviceAddress address = engine::translate_errors([&] {
     try {

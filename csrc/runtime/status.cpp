@@ -37,8 +37,10 @@ OutOfMemoryError::OutOfMemoryError(int chip, size_t requested, size_t free, size
       free_(free),
       capacity_(capacity) {}
 
-AsyncOpError::AsyncOpError(const std::string& op_name, const std::string& message)
+AsyncOpError::AsyncOpError(const std::string& op_name, const std::string& message,
+                           bool out_of_memory)
     : RuntimeError("error in asynchronously executed op '" + op_name + "': " + message),
-      op_name_(op_name) {}
+      op_name_(op_name),
+      out_of_memory_(out_of_memory) {}
 
 }  // namespace torch_tpu::runtime

@@ -31,11 +31,15 @@ class OutOfMemoryError : public RuntimeError {
 // A task that failed while a stream ran it asynchronously; raised at the next sync point.
 class AsyncOpError : public RuntimeError {
  public:
-  AsyncOpError(const std::string& op_name, const std::string& message);
+  // `out_of_memory`: the op failed because chip memory ran out (raised as
+  // torch.OutOfMemoryError).
+  AsyncOpError(const std::string& op_name, const std::string& message, bool out_of_memory = false);
   const std::string& op_name() const { return op_name_; }
+  bool out_of_memory() const { return out_of_memory_; }
 
  private:
   std::string op_name_;
+  bool out_of_memory_;
 };
 
 }  // namespace torch_tpu::runtime

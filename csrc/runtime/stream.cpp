@@ -297,6 +297,7 @@ void Stream::run(Node& node) {
   // Runs without the lock: tasks may enqueue onto this stream or free memory.
   bool failed = false;
   std::string message;
+  bool out_of_memory = false;
   KeptErrorPtr forwarded;
   try {
     node.task();
@@ -308,6 +309,10 @@ void Stream::run(Node& node) {
     // Named by the task itself (a node of a program).
     failed = true;
     forwarded = std::make_shared<KeptError>(e);
+  } catch (const OutOfMemoryError& e) {  // a lazy buffer found no memory (runtime/lazy_buffers.h)
+    failed = true;
+    out_of_memory = true;
+    message = e.what();
   } catch (const std::exception& e) {
     failed = true;
     message = e.what();
@@ -324,7 +329,8 @@ void Stream::run(Node& node) {
         pending_error_ = std::move(forwarded);
       } else {
         pending_error_ = std::make_shared<KeptError>(
-            AsyncOpError(node.op_name != nullptr ? node.op_name : "<unnamed>", message));
+            AsyncOpError(node.op_name != nullptr ? node.op_name : "<unnamed>", message,
+                         out_of_memory));
       }
     }
   }

@@ -71,6 +71,18 @@ TEST(Stream, KeepsFirstErrorUntilSynchronizeAndRunsLaterTasks) {
   EXPECT_NO_THROW(stream.synchronize());  // raised once, then cleared
 }
 
+TEST(Stream, AnOutOfMemoryFailureKeepsItsKind) {
+  Stream stream(0, 0, 0);
+  stream.enqueue("test::materialize", [] { throw OutOfMemoryError(0, 1024, 0, 512); });
+  try {
+    stream.synchronize();
+    FAIL() << "expected the task's error";
+  } catch (const AsyncOpError& error) {
+    EXPECT_TRUE(error.out_of_memory());
+    EXPECT_EQ(error.op_name(), "test::materialize");
+  }
+}
+
 TEST(Stream, NonStandardExceptionsAreKeptToo) {
   Stream stream(0, 0, 0);
   stream.enqueue("test::throw_int", [] { throw 42; });

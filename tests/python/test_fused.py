@@ -115,6 +115,29 @@ def test_a_buffer_dropped_while_pending_is_freed_after_the_ops_that_read_it():
     assert_tpu_close(c, (x_cpu * 3.0) @ x_cpu, rtol=1e-4, atol=1e-3)
 
 
+def test_near_capacity_an_allocation_fails_at_the_call_as_in_strict():
+    """Lazy buffers are owed memory: once they could not all fit, fused mode runs the pending
+    work and allocates at the call, so running out of memory raises torch.OutOfMemoryError
+    there (naming the request), and work goes on after tensors are freed."""
+    code = """
+import torch, torch_tpu
+torch_tpu.set_mode("fused")
+tensors = []
+try:
+    for _ in range(10):
+        tensors.append(torch.ones(8 << 20, device="tpu"))  # 32 MiB each
+    raise SystemExit("expected torch.OutOfMemoryError")
+except torch.OutOfMemoryError as error:
+    assert "tried to allocate 32.00 MiB" in str(error), error
+    assert len(tensors) == 4, len(tensors)  # 4 x 32 MiB fill the 128 MiB chip
+del tensors
+y = torch.ones(8 << 20, device="tpu") * 2
+assert y.sum().item() == 2 * (8 << 20)
+print("ok")
+"""
+    assert run_python_ok(code, env={"TORCH_TPU_HBM_BYTES": "128M"}).strip() == "ok"
+
+
 def test_broadcasting_type_promotion_and_in_place_views_match_cpu():
     a_cpu, a = cpu_and_tpu(32, 8)
     b_cpu, b = cpu_and_tpu(8, seed=1)
