@@ -6,6 +6,10 @@ run: tpu Strict, PyTorch CPU eager and torch.compile (Inductor, CPU).
 - Inference (forward of a batch of sequences, logits read back): sequences/s. Target: fused >=
   1.5x Strict.
 
+Also measures each workload's compute floor (benchmarks/compute_floor.py): its matmul and
+attention kernels alone, which every mode runs unchanged, so Strict's time over the floor is
+the most fusion could gain here.
+
 Interleaved repeats, medians. Writes benchmarks/results/fused_demo.json.
 """
 
@@ -18,6 +22,7 @@ import time
 import torch
 
 import torch_tpu
+from compute_floor import heavy_calls_of, seconds_per_replay
 from torch_tpu.demo.llama import Llama, LlamaConfig
 from torch_tpu.demo.train import make_batch
 
@@ -70,6 +75,24 @@ def inference_sequences_per_second(contender, config, inputs, iterations, warmup
     return iterations * inputs.shape[0] / elapsed
 
 
+def compute_floors(config, batch, inference_inputs):
+    """(training tokens/s, inference sequences/s) if a step took only its heavy kernels."""
+    torch.manual_seed(0)
+    model = Llama(config)
+    inputs, targets = batch
+
+    def training_step():
+        model(inputs, targets)[1].backward()
+
+    def inference_step():
+        with torch.no_grad():
+            model(inference_inputs)
+
+    training = inputs.numel() / seconds_per_replay(heavy_calls_of(training_step))
+    inference = inference_inputs.shape[0] / seconds_per_replay(heavy_calls_of(inference_step))
+    return training, inference
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--steps", type=int, default=30)
@@ -95,6 +118,7 @@ def main():
                 peaks[contender].append(peak)
             infer_rates[contender].append(inference_sequences_per_second(
                 contender, config, inference_inputs, args.steps, args.warmup))
+    train_floor, infer_floor = compute_floors(config, batches[0], inference_inputs)
     train = {c: statistics.median(v) for c, v in train_rates.items()}
     infer = {c: statistics.median(v) for c, v in infer_rates.items()}
     peak = {c: max(v) for c, v in peaks.items()}
@@ -105,17 +129,23 @@ def main():
     print(f"  peak device memory: strict {peak['strict'] / 2**20:.1f} MiB, fused "
           f"{peak['fused'] / 2**20:.1f} MiB ({peak['fused'] / peak['strict']:.2f}x; target <= 0.75)")
     print(f"  fused vs Strict {train['fused'] / train['strict']:.2f}x (target >= 1.5)")
+    print(f"  compute floor (matmul + attention kernels only): {train_floor:,.0f} tokens/s = "
+          f"{train_floor / train['strict']:.2f}x Strict, the most any mode could reach")
     print(f"inference (forward, batch {args.inference_batch} x seq {args.seq}):")
     for c in CONTENDERS:
         print(f"  {c:<10}{infer[c]:>10,.1f} sequences/s {infer[c] / infer['strict']:>5.2f}x Strict")
     print(f"  fused vs Strict {infer['fused'] / infer['strict']:.2f}x (target >= 1.5)")
+    print(f"  compute floor (matmul + attention kernels only): {infer_floor:,.1f} sequences/s = "
+          f"{infer_floor / infer['strict']:.2f}x Strict, the most any mode could reach")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", "fused_demo.json"), "w") as f:
         json.dump({"cpus": os.cpu_count(), "training_tokens_per_second": train,
                    "peak_memory_bytes": peak, "inference_sequences_per_second": infer,
                    "training_fused_vs_strict": train["fused"] / train["strict"],
                    "peak_memory_fused_vs_strict": peak["fused"] / peak["strict"],
-                   "inference_fused_vs_strict": infer["fused"] / infer["strict"]}, f, indent=2)
+                   "inference_fused_vs_strict": infer["fused"] / infer["strict"],
+                   "training_compute_floor_tokens_per_second": train_floor,
+                   "inference_compute_floor_sequences_per_second": infer_floor}, f, indent=2)
 
 
 if __name__ == "__main__":
