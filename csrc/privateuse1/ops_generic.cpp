@@ -23,7 +23,9 @@
 #include "privateuse1/generator.h"
 #include "privateuse1/generic_kernel.h"
 #include "privateuse1/op_plan.h"
+#include "privateuse1/out_variants.h"
 #include "privateuse1/queued_op.h"
+#include "privateuse1/saved_recipes.h"
 #include "privateuse1/shape_cache.h"
 #include "privateuse1/storage_resize.h"
 
@@ -286,6 +288,22 @@ void use_tpu_default_generator(const OpPlan& plan, c10::Device device, torch::ji
   }
 }
 
+// Fused mode records functional pointwise ops as their out= overloads (ATen's structured
+// kernels allocate the result and call out=): a call writing only its one out= argument is the
+// functional op's result, which autograd may keep as a recipe (privateuse1/saved_recipes.h).
+void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
+                          const torch::jit::Stack& args, const std::vector<at::Tensor>& outputs) {
+  const size_t n = args.size();
+  if (outputs.size() != 1 || n < 2 || !plan.out_args[n - 1]) return;
+  for (size_t i = 0; i + 1 < n; ++i) {
+    if (plan.written_args[i]) return;
+  }
+  const std::optional<c10::OperatorHandle> functional = functional_variant_of(op);
+  if (!functional.has_value()) return;
+  note_pointwise_result(*functional, torch::jit::Stack(args.begin(), args.end() - 1),
+                        args.back().toTensor());
+}
+
 }  // namespace
 
 void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
@@ -363,6 +381,7 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
     auto queued = std::make_shared<const QueuedOp>(QueuedOp{
         cpu_op, std::move(captured), std::move(targets), std::move(fresh_returns), use_out_variant});
     auto description = describe_op(plan, args, outputs, fresh, queued, std::move(structure));
+    if (saved_recipes_enabled() && plan.pointwise) note_if_recomputable(op, plan, args, outputs);
     engine::launch_described(device.index(), plan.name.c_str(),
                              [queued] { run_queued(*queued); }, std::move(description));
   } else {

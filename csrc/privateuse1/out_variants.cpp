@@ -84,4 +84,32 @@ std::optional<c10::OperatorHandle> out_variant_of(const c10::OperatorHandle& fun
   return it->second;
 }
 
+std::optional<c10::OperatorHandle> functional_variant_of(const c10::OperatorHandle& out) {
+  static std::mutex mutex;
+  static std::unordered_map<c10::OperatorName, std::optional<c10::OperatorHandle>> cache;
+  {
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = cache.find(out.operator_name());
+    if (it != cache.end()) return it->second;
+  }
+  std::optional<c10::OperatorHandle> found;
+  const auto& index = overloads_by_name();
+  const auto it = index.find(out.schema().name());
+  if (it != index.end()) {
+    for (const std::string& overload : it->second) {
+      auto candidate = c10::Dispatcher::singleton().findSchema({out.schema().name(), overload});
+      if (!candidate.has_value() || candidate->operator_name() == out.operator_name()) continue;
+      // out_variant_of takes its own lock: called without ours.
+      const auto candidate_out = out_variant_of(*candidate);
+      if (candidate_out.has_value() && candidate_out->operator_name() == out.operator_name()) {
+        found = candidate;
+        break;
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lock(mutex);
+  cache.emplace(out.operator_name(), found);
+  return found;
+}
+
 }  // namespace torch_tpu::privateuse1

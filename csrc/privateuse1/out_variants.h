@@ -13,4 +13,8 @@ namespace torch_tpu::privateuse1 {
 // Cached per op; thread-safe.
 std::optional<c10::OperatorHandle> out_variant_of(const c10::OperatorHandle& functional);
 
+// The inverse: the functional overload whose out= overload `out` is (mul.out -> mul.Tensor).
+// Its arguments are `out`'s minus the trailing out= ones. Cached per op; thread-safe.
+std::optional<c10::OperatorHandle> functional_variant_of(const c10::OperatorHandle& out);
+
 }  // namespace torch_tpu::privateuse1

@@ -6,6 +6,7 @@ void init_device(pybind11::module_& m);
 void init_modes(pybind11::module_& m);
 void init_metrics(pybind11::module_& m);
 void init_distributed(pybind11::module_& m);
+void init_saved_recipes(pybind11::module_& m);
 }  // namespace torch_tpu::python
 
 PYBIND11_MODULE(_C, m) {
@@ -14,4 +15,5 @@ PYBIND11_MODULE(_C, m) {
   torch_tpu::python::init_modes(m);
   torch_tpu::python::init_metrics(m);
   torch_tpu::python::init_distributed(m);
+  torch_tpu::python::init_saved_recipes(m);
 }

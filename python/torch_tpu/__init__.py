@@ -36,10 +36,12 @@ from ._modes import get_mode, mode, set_check_nans, set_mode, wait_for_kernel_co
 from ._shutdown import install as _install_shutdown_hook  # noqa: E402
 from .distributed import register as _register_tpu_dist  # noqa: E402
 from ._backward_flush import install as _install_backward_flush  # noqa: E402
+from . import _saved_recipes  # noqa: E402
 
 _register_tpu_dist()
 _install_backward_flush()
 
 _install_shutdown_hook()
+_saved_recipes.follow_mode(get_mode())  # fused mode chosen through the environment
 
 __all__ = ["get_mode", "metrics", "mode", "reset_metrics", "set_check_nans", "set_mode"]

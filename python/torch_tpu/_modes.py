@@ -4,7 +4,7 @@ recorded and run as fused, cached programs at sync points)."""
 
 import contextlib
 
-from . import _C
+from . import _C, _saved_recipes
 
 
 def get_mode() -> str:
@@ -21,6 +21,7 @@ def set_mode(mode: str) -> None:
     for index in range(torch.tpu.device_count()):
         torch.tpu.synchronize(index)
     _C._set_mode(mode)
+    _saved_recipes.follow_mode(get_mode())
 
 
 @contextlib.contextmanager

@@ -8,17 +8,21 @@ ends the thread inside C++ code and the process aborts ("terminate called withou
 exception"; see pytorch/pytorch#180700). At exit we run one tiny backward per chip straight
 through the engine (no stashed context): each device thread must drop its previous task
 before it can run ours, and our wait releases the GIL, so the drop happens while Python is
-still fully alive.
+still fully alive. Fused mode's saved-tensor hooks are removed first: a saved tensor packed
+by a Python hook is itself a Python object the device thread would have to drop.
 """
 
 import atexit
 
 import torch
 
+from . import _saved_recipes
+
 
 def _release_autograd_graph_tasks():
     if not torch.tpu.is_initialized():
         return  # no tpu tensor was ever made, so no backward ran on a chip
+    _saved_recipes.follow_mode("strict")
     engine = torch.autograd.Variable._execution_engine
     for index in range(torch.tpu.device_count()):
         device = torch.device("tpu", index)
