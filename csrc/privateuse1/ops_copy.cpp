@@ -12,6 +12,7 @@
 #include "runtime/event.h"
 #include "executors/host/tensor_snapshot.h"
 #include "privateuse1/host_allocator.h"
+#include "privateuse1/saved_recipes.h"
 #include "privateuse1/storage_resize.h"
 
 namespace torch_tpu::privateuse1 {
@@ -48,6 +49,23 @@ void copy_chip_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_bl
   if (blocking) engine::sync_current_stream(src.device().index(), "copy_to_host");
 }
 
+// Fused mode: a fresh contiguous tensor filled by copying a same-shaped one on its chip holds
+// that tensor's clone (reshape copies a transposed tensor so), and autograd may keep a recipe
+// for it instead (privateuse1/saved_recipes.h). A tensor already written (version > 0) is not
+// fresh: its copy_ was the user's, or it holds other data.
+void note_clone_for_recipes(const at::Tensor& src, const at::Tensor& dst) {
+  if (!saved_recipes_enabled() || src.device() != dst.device() ||
+      src.scalar_type() != dst.scalar_type() || src.sizes() != dst.sizes() || src.is_conj() ||
+      src.is_neg() || dst._version() != 0 || !dst.is_contiguous() || dst.storage_offset() != 0 ||
+      dst.nbytes() != dst.storage().nbytes()) {
+    return;
+  }
+  static const c10::OperatorHandle clone =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::clone", "");
+  note_pointwise_result(
+      clone, {src, c10::IValue(static_cast<int64_t>(c10::MemoryFormat::Contiguous))}, dst);
+}
+
 void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
   const TensorSnapshot source(src);
   const TensorSnapshot target(dst);
@@ -60,6 +78,7 @@ void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
   engine::launch_described(dst.device().index(), kName,
                            [source, target] { target.cpu_view().copy_(source.cpu_view()); },
                            engine::describe_storages(kName, {{&src, false}, {&dst, true}}));
+  note_clone_for_recipes(src, dst);
   if (cross_chip) {
     // The source's block may be freed and reused on its own chip's queue at once: that queue
     // must wait until the copy on the other chip has read it.

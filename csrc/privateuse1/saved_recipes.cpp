@@ -25,6 +25,7 @@ struct NotedResult {
     size_t arg;
     WeakTensor tensor;
     WeakStorage storage;  // keeps the identity, to find a recipe kept for a dead input
+    WeakTensor base;      // for a view: what it views (often kept when the view is not)
     uint32_t version;
     TensorGeometry geometry;
   };
@@ -96,6 +97,11 @@ class Registry {
   static bool stale(const WeakStorage& s) { return s.expired(); }
   static bool stale(const KeptRecipe& r) { return r.recipe.expired(); }
 
+  // Saved by autograd itself (its storage, through any tensor). Then changing it in place
+  // before backward raises in Strict too, so recomputing from it adds no new error; a
+  // parameter nobody saved may be changed freely, so it does not count.
+  bool kept_anyway(const c10::StorageImpl* storage) { return live_entry(kept_, storage) != nullptr; }
+
   std::shared_ptr<const SavedRecipe> live_recipe(const c10::StorageImpl* key) {
     KeptRecipe* kept = live_entry(recipes_, key);
     return kept != nullptr ? kept->recipe.lock() : nullptr;
@@ -115,15 +121,22 @@ class Registry {
     recipe->version = version_of(saved);
     for (const NotedResult::Input& input : noted->inputs) {
       const c10::StorageImpl* input_key = input.storage._unsafe_get_target();
-      auto impl = input.tensor.lock();
-      if (impl) {
+      if (auto impl = input.tensor.lock()) {
         at::Tensor tensor(std::move(impl));
         if (version_of(tensor) != input.version) return nullptr;
-        const bool saved_itself = live_entry(kept_, input_key) != nullptr;
-        const bool parameter = tensor.is_leaf() && tensor.requires_grad();
-        if (saved_itself || parameter) {
+        if (kept_anyway(input_key)) {
           recipe->versions.emplace_back(input.arg, input.version);
           recipe->args[input.arg] = std::move(tensor);
+          continue;
+        }
+      }
+      auto base_impl = input.base.lock();
+      if (base_impl && base_impl.get() != input.tensor._unsafe_get_target()) {
+        // A view (of something kept) taken for this op.
+        at::Tensor base(std::move(base_impl));
+        if (version_of(base) != input.version) return nullptr;
+        if (kept_anyway(input_key)) {
+          recipe->views.push_back({input.arg, std::move(base), input.geometry, input.version});
           continue;
         }
       }
@@ -185,8 +198,10 @@ void note_pointwise_result(const c10::OperatorHandle& op, const torch::jit::Stac
     if (!arg.isTensor()) continue;
     const at::Tensor& tensor = arg.toTensor();
     if (tensor.defined()) {
+      // A weak reference to the tensor itself stands for "no base" (it is the view's own).
+      WeakTensor base(tensor.is_view() ? tensor._base().getIntrusivePtr() : tensor.getIntrusivePtr());
       noted.inputs.push_back({i, WeakTensor(tensor.getIntrusivePtr()),
-                              WeakStorage(tensor.storage().getWeakStorageImpl()),
+                              WeakStorage(tensor.storage().getWeakStorageImpl()), std::move(base),
                               version_of(tensor), geometry_of(tensor)});
     }
     arg = c10::IValue();
@@ -220,6 +235,11 @@ at::Tensor recompute_result(const SavedRecipe& recipe) {
   for (const auto& [arg, version] : recipe.versions) {
     const at::Tensor& input = stack[arg].toTensor();
     check_unmodified(version_of(input), version, geometry_of(input), recipe);
+  }
+  for (const SavedRecipe::ViewInput& input : recipe.views) {
+    check_unmodified(version_of(input.base), input.version, input.geometry, recipe);
+    stack[input.arg] = at::as_strided(input.base, input.geometry.sizes, input.geometry.strides,
+                                      input.geometry.offset);
   }
   for (const SavedRecipe::NestedInput& input : recipe.nested) {
     stack[input.arg] =

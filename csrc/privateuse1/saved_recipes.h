@@ -6,9 +6,10 @@
 // tensor itself then dies with the forward's temporaries, and lazy allocation
 // (runtime/lazy_buffers.h) means it often never takes chip memory at all.
 //
-// A recipe is made only when every input is kept anyway (saved by autograd itself, a leaf that
-// requires grad, or itself kept as a recipe), so holding the inputs costs no memory; and only
-// when neither the value nor its inputs were modified in place since it was computed.
+// A recipe is made only when every input is kept anyway (saved by autograd itself, a view of
+// such a tensor, or itself kept as a recipe), so holding the inputs costs no memory, and an
+// in-place change to one raises in backward in Strict as well; and only when neither the value
+// nor its inputs were modified in place since it was computed.
 #pragma once
 
 #include <cstdint>
@@ -50,6 +51,13 @@ struct SavedRecipe {
   std::optional<c10::OperatorHandle> op;  // always set
   torch::jit::Stack args;  // kept tensors in place; nested inputs are None until recomputed
   std::vector<NestedInput> nested;
+  struct ViewInput {
+    size_t arg;
+    at::Tensor base;          // kept anyway; the argument was a view of it that has died
+    TensorGeometry geometry;  // the argument, as a view of `base`'s storage
+    uint32_t version;         // shared by a view and its base
+  };
+  std::vector<ViewInput> views;
   std::vector<std::pair<size_t, uint32_t>> versions;  // kept tensor arguments' versions
   TensorGeometry result;  // the op's result as it was computed
   TensorGeometry view;    // the saved tensor, a view of that result's storage

@@ -146,3 +146,43 @@ y = torch.nn.functional.silu(x * 3.0) * x  # a graph never run backward
 print(torch_tpu._saved_recipes.stats()["recipes"])
 """
     assert int(run_python_ok(code).strip()) == 2
+
+
+def test_a_reshape_copy_of_a_kept_tensor_is_recomputed_from_it():
+    """reshape copies a transposed tensor (a clone); the copy is rebuilt in backward from the
+    tensor it was taken from, which autograd keeps (a view of it, which has died, is rebuilt
+    too)."""
+    def loss_and_grads(device):
+        torch.manual_seed(0)
+        p = torch.randn(2, 3, 4, 5).to(device).requires_grad_()
+        w = torch.randn(15, 7).to(device).requires_grad_()
+        o = torch.sigmoid(p)  # SigmoidBackward keeps o
+        (o.transpose(1, 2).reshape(2, 4, 15) @ w).square().sum().backward()
+        return p.grad.cpu(), w.grad.cpu()
+
+    torch_tpu.set_mode("fused")
+    before = _saved_recipes.stats()
+    fused = loss_and_grads("tpu")
+    after = _saved_recipes.stats()
+    assert after["recipes"] - before["recipes"] == 1
+    assert after["recomputed"] - before["recomputed"] == 1
+    torch_tpu.set_mode("strict")
+    for f, c in zip(fused, loss_and_grads("cpu")):
+        torch.testing.assert_close(f, c)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_changing_a_parameter_nobody_saved_after_forward_is_fine_as_in_strict(mode):
+    """No recipe is built on an input autograd does not keep: changing it in place before
+    backward is allowed in Strict, and so must it be in fused mode."""
+    torch_tpu.set_mode(mode)
+    p_cpu, p = cpu_and_tpu(16, 16)
+    p.requires_grad_()
+    w = torch.full((16,), 3.0, device="tpu", requires_grad=True)
+    y = p * 2.0  # mul by a number keeps nothing of p
+    loss = (y * w).sum()  # keeps y and w
+    with torch.no_grad():
+        p.add_(1.0)
+    loss.backward()
+    torch.testing.assert_close(w.grad.cpu(), (p_cpu * 2.0).sum(0))
+    torch.testing.assert_close(p.grad.cpu(), torch.full((16, 16), 6.0))
