@@ -1,4 +1,4 @@
-"""python -m torch_tpu.demo [--steps N] [--mode strict|debug]: trains the small Llama on tpu
+"""python -m torch_tpu.demo [--steps N] [--mode strict|debug|fused]: trains the small Llama on tpu
 with a progress bar, then runs the same training on CPU and prints a summary."""
 
 import argparse
@@ -27,7 +27,7 @@ def run_with_bar(device: str, steps: int, label: str):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--steps", type=int, default=300)
-    parser.add_argument("--mode", default=None, help="strict (default) or debug")
+    parser.add_argument("--mode", default=None, help="strict (default), debug or fused")
     args = parser.parse_args(argv)
     if args.mode:
         torch_tpu.set_mode(args.mode)
