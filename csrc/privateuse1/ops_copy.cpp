@@ -62,7 +62,7 @@ void note_clone_for_recipes(const at::Tensor& src, const at::Tensor& dst) {
   }
   static const c10::OperatorHandle clone =
       c10::Dispatcher::singleton().findSchemaOrThrow("aten::clone", "");
-  note_pointwise_result(
+  note_recomputable_result(
       clone, {src, c10::IValue(static_cast<int64_t>(c10::MemoryFormat::Contiguous))}, dst);
 }
 

@@ -300,7 +300,7 @@ void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
   }
   const std::optional<c10::OperatorHandle> functional = functional_variant_of(op);
   if (!functional.has_value()) return;
-  note_pointwise_result(*functional, torch::jit::Stack(args.begin(), args.end() - 1),
+  note_recomputable_result(*functional, torch::jit::Stack(args.begin(), args.end() - 1),
                         args.back().toTensor());
 }
 

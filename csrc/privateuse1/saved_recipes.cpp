@@ -188,7 +188,7 @@ at::Tensor view_as(const at::Tensor& result, const TensorGeometry& computed,
 bool saved_recipes_enabled() { return g_enabled.load(std::memory_order_relaxed); }
 void set_saved_recipes_enabled(bool enabled) { g_enabled.store(enabled); }
 
-void note_pointwise_result(const c10::OperatorHandle& op, const torch::jit::Stack& args,
+void note_recomputable_result(const c10::OperatorHandle& op, const torch::jit::Stack& args,
                            const at::Tensor& output) {
   NotedResult noted{op, args, {}, WeakStorage(output.storage().getWeakStorageImpl()),
                     version_of(output), geometry_of(output)};

@@ -28,9 +28,10 @@ namespace torch_tpu::privateuse1 {
 bool saved_recipes_enabled();
 void set_saved_recipes_enabled(bool enabled);
 
-// Notes that `output` is the fresh result of the deterministic pointwise `op` on `args`, so
-// that autograd may later keep a recipe for it. Holds no strong reference to any tensor.
-void note_pointwise_result(const c10::OperatorHandle& op, const torch::jit::Stack& args,
+// Notes that `output` is the fresh result of the deterministic, cheap `op` on `args` (a
+// pointwise op, or a clone), so that autograd may later keep a recipe for it. Holds no strong
+// reference to any tensor.
+void note_recomputable_result(const c10::OperatorHandle& op, const torch::jit::Stack& args,
                            const at::Tensor& output);
 
 // Sizes, strides and storage offset of a tensor.
