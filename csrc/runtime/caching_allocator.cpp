@@ -233,11 +233,6 @@ void CachingAllocator::empty_cache() {
   release_free_segments();
 }
 
-size_t CachingAllocator::allocated_bytes() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<size_t>(stats_.allocated_bytes[kAllPools].current);
-}
-
 MemoryStats CachingAllocator::stats() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return stats_;

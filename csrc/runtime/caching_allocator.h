@@ -73,8 +73,6 @@ class CachingAllocator {
   void empty_cache();
 
   MemoryStats stats() const;
-  // Bytes in allocated blocks now (stats().allocated_bytes[kAllPools].current, cheaper).
-  size_t allocated_bytes() const;
   void reset_peak_stats();
   void reset_accumulated_stats();
   // (free, total) bytes of chip memory, counting cached blocks as used (like cudaMemGetInfo).
