@@ -101,10 +101,15 @@ inline vf vabs(vf x) { return (vf)((vu)x & 0x7fffffffu); }
   inline vf name(vf v) { vf r; for (int l = 0; l < kLanes; ++l) { const float x = v[l]; r[l] = expr; } return r; }
 TORCH_TPU_LANES(vsqrt, std::sqrt(x))
 TORCH_TPU_LANES(vrsqrt, 1.0f / std::sqrt(x))
-TORCH_TPU_LANES(vexp, std::exp(x))
 TORCH_TPU_LANES(vtanh, std::tanh(x))
-TORCH_TPU_LANES(vsigmoid, 1.0f / (1.0f + std::exp(-x)))
-TORCH_TPU_LANES(vsilu, x / (1.0f + std::exp(-x)))
+// exp comes from the caller: the interpreter's own functions (executors/host/vector_math.h,
+// whose VectorMath this mirrors), so compiled and interpreted results stay the same bits.
+typedef void (*InPlace)(float*, int64_t);
+struct VectorMath { InPlace exp; InPlace vectorized_exp; };
+inline float exp1(InPlace e, float x) { e(&x, 1); return x; }
+inline vf vexp(InPlace e, vf v) { e(reinterpret_cast<float*>(&v), kLanes); return v; }
+inline vf vsigmoid(InPlace e, vf v) { return bc(1.0f) / (bc(1.0f) + vexp(e, -v)); }
+inline vf vsilu(InPlace e, vf v) { return v / (bc(1.0f) + vexp(e, -v)); }
 }  // namespace
 )";
 
@@ -117,6 +122,12 @@ std::string operand(const PointwiseInstruction& instruction, size_t k) {
   const int buffer = instruction.operands[k];
   return buffer >= 0 ? "b" + std::to_string(buffer)
                      : "c" + std::to_string(instruction.constant_slots[k]);
+}
+
+// ATen computes float32 exp through MKL and bf16/f16 exp through Vectorized<float> (SLEEF), as
+// the interpreter does (executors/host/vector_math.h).
+std::string exp_of(const PointwiseInstruction& instruction) {
+  return instruction.dtype == c10::kFloat ? "math->exp" : "math->vectorized_exp";
 }
 
 std::string expression(const PointwiseInstruction& instruction) {
@@ -141,10 +152,10 @@ std::string expression(const PointwiseInstruction& instruction) {
     case PointwiseOpcode::kReciprocal: return "(1.0f / " + a + ")";
     case PointwiseOpcode::kSqrt: return "std::sqrt(" + a + ")";
     case PointwiseOpcode::kRsqrt: return "(1.0f / std::sqrt(" + a + "))";
-    case PointwiseOpcode::kExp: return "std::exp(" + a + ")";
+    case PointwiseOpcode::kExp: return "exp1(" + exp_of(instruction) + ", " + a + ")";
     case PointwiseOpcode::kTanh: return "std::tanh(" + a + ")";
-    case PointwiseOpcode::kSigmoid: return "(1.0f / (1.0f + std::exp(-" + a + ")))";
-    case PointwiseOpcode::kSilu: return "(" + a + " / (1.0f + std::exp(-" + a + ")))";
+    case PointwiseOpcode::kSigmoid: return "(1.0f / (1.0f + exp1(math->vectorized_exp, -" + a + ")))";
+    case PointwiseOpcode::kSilu: return "(" + a + " / (1.0f + exp1(math->vectorized_exp, -" + a + ")))";
   }
   return "";
 }
@@ -180,10 +191,10 @@ std::string vector_expression(const PointwiseInstruction& instruction, int t) {
     case PointwiseOpcode::kReciprocal: return "(bc(1.0f) / " + vec(0) + ")";
     case PointwiseOpcode::kSqrt: return "vsqrt(" + vec(0) + ")";
     case PointwiseOpcode::kRsqrt: return "vrsqrt(" + vec(0) + ")";
-    case PointwiseOpcode::kExp: return "vexp(" + vec(0) + ")";
+    case PointwiseOpcode::kExp: return "vexp(" + exp_of(instruction) + ", " + vec(0) + ")";
     case PointwiseOpcode::kTanh: return "vtanh(" + vec(0) + ")";
-    case PointwiseOpcode::kSigmoid: return "vsigmoid(" + vec(0) + ")";
-    case PointwiseOpcode::kSilu: return "vsilu(" + vec(0) + ")";
+    case PointwiseOpcode::kSigmoid: return "vsigmoid(math->vectorized_exp, " + vec(0) + ")";
+    case PointwiseOpcode::kSilu: return "vsilu(math->vectorized_exp, " + vec(0) + ")";
   }
   return "";
 }
@@ -214,7 +225,7 @@ bool codegen_supports(const PointwiseProgram& program) {
 std::string pointwise_kernel_source(const PointwiseProgram& program) {
   std::ostringstream out;
   out << kPrelude << "extern \"C\" void " << kPointwiseKernelSymbol
-      << "(char* const* data, const float* constants, int64_t begin, int64_t end) {\n";
+      << "(char* const* data, const float* constants, int64_t begin, int64_t end, const VectorMath* math) {\n";
   int next_data = 0;
   std::vector<int> data_of(program.registers.size(), -1);
   for (size_t r = 0; r < program.registers.size(); ++r) {

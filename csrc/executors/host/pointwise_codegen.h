@@ -17,13 +17,15 @@
 
 #include "executors/host/kernel_compiler.h"
 #include "executors/host/pointwise_program.h"
+#include "executors/host/vector_math.h"
 
 namespace torch_tpu::executors::host {
 
 // A generated kernel: runs elements [begin, end) of the program. `data` holds the chip address
-// of each loaded or stored register (in register order), `constants` the program's constants.
+// of each loaded or stored register (in register order), `constants` the program's constants,
+// `math` the interpreter's math functions (executors/host/vector_math.h).
 using PointwiseKernelFn = void (*)(char* const* data, const float* constants, int64_t begin,
-                                   int64_t end);
+                                   int64_t end, const VectorMath* math);
 
 // Whether a program can be generated (float32 and bfloat16 only).
 bool codegen_supports(const PointwiseProgram& program);

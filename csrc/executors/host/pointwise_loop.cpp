@@ -15,6 +15,7 @@
 
 #include "executors/host/pointwise_codegen.h"
 #include "executors/host/pointwise_program.h"
+#include "executors/host/vector_math.h"
 
 namespace torch_tpu::executors::host {
 namespace {
@@ -62,7 +63,7 @@ void load(float* out, const void* in, c10::ScalarType dtype, int64_t n) {
 
 void store(void* out, const float* in, c10::ScalarType dtype, int64_t n) {
   if (dtype == c10::kFloat) {
-    std::memcpy(out, in, static_cast<size_t>(n) * sizeof(float));
+    if (out != in) std::memcpy(out, in, static_cast<size_t>(n) * sizeof(float));
   } else if (dtype == c10::kBFloat16) {
     store_bfloat16(static_cast<uint16_t*>(out), in, n);
   } else {
@@ -124,10 +125,28 @@ __attribute__((always_inline)) inline void binary(float* out, const Source& a, c
   }
 }
 
+// An op built on exp(sign * x): `exp` runs on a copy (vector_math.h: ATen's functions, which
+// compiled kernels call too), then `combine(x, exp)` and the finish element by element.
+template <typename Finish, typename F>
+__attribute__((always_inline)) inline void exp_based(float* out, const Source& a, int64_t n,
+                                                     float sign, InPlaceFn exp, F combine) {
+  const Finish finish;
+  if (a.values == nullptr) {
+    float e = sign * a.constant;
+    exp(&e, 1);
+    std::fill(out, out + n, finish(combine(a.constant, e)));
+    return;
+  }
+  float e[kBlock];
+  for (int64_t i = 0; i < n; ++i) e[i] = sign * a.values[i];
+  exp(e, n);
+  for (int64_t i = 0; i < n; ++i) out[i] = finish(combine(a.values[i], e[i]));
+}
+
 template <typename Finish>
 __attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, float* out,
                                                       const Source* sources, float alpha,
-                                                      int64_t n) {
+                                                      int64_t n, const VectorMath& math) {
   const Source& a = sources[0];
   switch (opcode) {
     case PointwiseOpcode::kAdd:
@@ -167,63 +186,80 @@ __attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, fl
     case PointwiseOpcode::kRsqrt:
       return unary<Finish>(out, a, n, [](float x) { return 1.0f / std::sqrt(x); });
     case PointwiseOpcode::kExp:
-      return unary<Finish>(out, a, n, [](float x) { return std::exp(x); });
+      return exp_based<Finish>(out, a, n, 1.0f, math.exp, [](float, float e) { return e; });
     case PointwiseOpcode::kTanh:
       return unary<Finish>(out, a, n, [](float x) { return std::tanh(x); });
     case PointwiseOpcode::kSigmoid:
-      return unary<Finish>(out, a, n, [](float x) { return 1.0f / (1.0f + std::exp(-x)); });
+      return exp_based<Finish>(out, a, n, -1.0f, math.vectorized_exp, [](float, float e) { return 1.0f / (1.0f + e); });
     case PointwiseOpcode::kSilu:
-      return unary<Finish>(out, a, n, [](float x) { return x / (1.0f + std::exp(-x)); });
+      return exp_based<Finish>(out, a, n, -1.0f, math.vectorized_exp, [](float x, float e) { return x / (1.0f + e); });
   }
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default")))
 void execute(PointwiseOpcode opcode, float* out, const Source* sources, float alpha, int64_t n,
-             bool round_bfloat16) {
+             bool round_bfloat16, const VectorMath& math) {
   if (round_bfloat16) {
-    execute_as<RoundToBFloat16>(opcode, out, sources, alpha, n);
+    execute_as<RoundToBFloat16>(opcode, out, sources, alpha, n, math);
   } else {
-    execute_as<KeepFloat>(opcode, out, sources, alpha, n);
+    execute_as<KeepFloat>(opcode, out, sources, alpha, n, math);
   }
 }
 
 
 // Interprets the program one op at a time over cache-resident blocks of kBlock elements.
+// Results go to per-thread scratch buffers; a float32 tensor the cluster only reads is read in
+// place (no copy into a buffer); a buffer's reads follow whichever of the two holds its value.
 void interpret(const PointwiseProgram& program) {
   const int64_t numel = program.numel;
   const int64_t blocks = (numel + kBlock - 1) / kBlock;
+  const VectorMath& math = vector_math();
+  // ATen computes bf16/f16 exp through Vectorized<float> (SLEEF), float32 exp through MKL.
+  const VectorMath reduced_math{math.vectorized_exp, math.vectorized_exp};
   at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t end) {
-    std::vector<float> storage(static_cast<size_t>(std::max(program.buffers, 1)) * kBlock);
+    // Kept per thread across runs: a demo step interprets ~100 small clusters, and allocating
+    // these on each run cost more than some of the clusters' arithmetic.
+    thread_local std::vector<float> storage;
+    thread_local std::vector<const float*> reads;
+    const size_t buffers = static_cast<size_t>(std::max(program.buffers, 1));
+    if (storage.size() < buffers * kBlock) storage.resize(buffers * kBlock);
+    reads.resize(buffers);
     const auto values = [&](int buffer) { return storage.data() + static_cast<size_t>(buffer) * kBlock; };
     for (int64_t block = first; block < end; ++block) {
       const int64_t begin = block * kBlock;
       const int64_t n = std::min(kBlock, numel - begin);
+      for (size_t b = 0; b < buffers; ++b) reads[b] = values(static_cast<int>(b));
       for (const PointwiseRegister& reg : program.registers) {
         if (!reg.loaded) continue;
         const auto* base = static_cast<const char*>(host_address(reg.device_data));
-        load(values(reg.buffer), base + begin * c10::elementSize(reg.dtype), reg.dtype, n);
+        if (reg.dtype == c10::kFloat) {
+          reads[static_cast<size_t>(reg.buffer)] = reinterpret_cast<const float*>(base) + begin;
+        } else {
+          load(values(reg.buffer), base + begin * c10::elementSize(reg.dtype), reg.dtype, n);
+        }
       }
       for (const PointwiseInstruction& instruction : program.instructions) {
         Source sources[3];
         for (size_t k = 0; k < instruction.operands.size() && k < 3; ++k) {
           const int buffer = instruction.operands[k];
           sources[k] = buffer >= 0
-                           ? Source{values(buffer), 0.0f}
+                           ? Source{reads[static_cast<size_t>(buffer)], 0.0f}
                            : Source{nullptr, program.constants[static_cast<size_t>(instruction.constant_slots[k])]};
         }
         const float alpha = instruction.alpha_slot >= 0
                                 ? program.constants[static_cast<size_t>(instruction.alpha_slot)]
                                 : 1.0f;
-        execute(instruction.opcode, values(instruction.output), sources, alpha, n,
-                instruction.dtype == c10::kBFloat16 && !program.excess_precision);
-        if (instruction.dtype == c10::kHalf && !program.excess_precision) {
-          round_to_half(values(instruction.output), n);
-        }
+        float* output = values(instruction.output);
+        execute(instruction.opcode, output, sources, alpha, n,
+                instruction.dtype == c10::kBFloat16 && !program.excess_precision,
+                instruction.dtype == c10::kFloat ? math : reduced_math);
+        if (instruction.dtype == c10::kHalf && !program.excess_precision) round_to_half(output, n);
+        reads[static_cast<size_t>(instruction.output)] = output;
       }
       for (const PointwiseRegister& reg : program.registers) {
         if (!reg.stored) continue;
         auto* base = static_cast<char*>(host_address(reg.device_data));
-        store(base + begin * c10::elementSize(reg.dtype), values(reg.buffer), reg.dtype, n);
+        store(base + begin * c10::elementSize(reg.dtype), reads[static_cast<size_t>(reg.buffer)], reg.dtype, n);
       }
     }
   });
@@ -234,8 +270,9 @@ void run_compiled(PointwiseKernelFn kernel, const PointwiseProgram& program) {
   for (const PointwiseRegister& reg : program.registers) {
     if (reg.loaded || reg.stored) data.push_back(static_cast<char*>(host_address(reg.device_data)));
   }
+  const VectorMath* math = &vector_math();
   at::parallel_for(0, program.numel, kCompiledGrain, [&](int64_t begin, int64_t end) {
-    kernel(data.data(), program.constants.data(), begin, end);
+    kernel(data.data(), program.constants.data(), begin, end, math);
   });
   count_compiled_kernel_run();
 }

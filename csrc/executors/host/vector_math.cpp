@@ -1,0 +1,82 @@
+#include "executors/host/vector_math.h"
+
+#include <cmath>
+#include <cstring>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+
+// In libtorch_cpu (SLEEF and MKL, which ATen calls). Weak: a torch build without them leaves
+// these null, and exp falls back to std::exp.
+extern "C" __m512 Sleef_expf16_u10(__m512) __attribute__((weak));
+extern "C" __m256 Sleef_expf8_u10(__m256) __attribute__((weak));
+#endif
+// MKL's vector math, LP64 (MKL_INT is int), with the mode ATen passes (ATen/cpu/vml.h):
+// VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE, values from MKL's mkl_vml_defines.h.
+extern "C" void vmsExp(int n, const float* in, float* out, long long mode) __attribute__((weak));
+constexpr long long kAtenVmlMode = 0x00000002 | 0x00140000 | 0x00000100;
+
+namespace torch_tpu::executors::host {
+namespace {
+
+void exp_scalar(float* values, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) values[i] = std::exp(values[i]);
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx512f"))) void exp_avx512(float* values, int64_t n) {
+  int64_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    _mm512_storeu_ps(values + i, Sleef_expf16_u10(_mm512_loadu_ps(values + i)));
+  }
+  if (i < n) {
+    alignas(64) float tail[16] = {};
+    std::memcpy(tail, values + i, static_cast<size_t>(n - i) * sizeof(float));
+    _mm512_store_ps(tail, Sleef_expf16_u10(_mm512_load_ps(tail)));
+    std::memcpy(values + i, tail, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+
+__attribute__((target("avx2"))) void exp_avx2(float* values, int64_t n) {
+  int64_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(values + i, Sleef_expf8_u10(_mm256_loadu_ps(values + i)));
+  }
+  if (i < n) {
+    alignas(32) float tail[8] = {};
+    std::memcpy(tail, values + i, static_cast<size_t>(n - i) * sizeof(float));
+    _mm256_store_ps(tail, Sleef_expf8_u10(_mm256_load_ps(tail)));
+    std::memcpy(values + i, tail, static_cast<size_t>(n - i) * sizeof(float));
+  }
+}
+#endif
+
+void exp_mkl(float* values, int64_t n) {
+  constexpr int64_t kMaxCall = int64_t{1} << 30;  // MKL_INT is a 32-bit int
+  for (int64_t i = 0; i < n; i += kMaxCall) {
+    const int count = static_cast<int>(n - i < kMaxCall ? n - i : kMaxCall);
+    vmsExp(count, values + i, values + i, kAtenVmlMode);
+  }
+}
+
+VectorMath pick() {
+  VectorMath math{&exp_scalar, &exp_scalar};
+#if defined(__x86_64__)
+  if (Sleef_expf16_u10 != nullptr && __builtin_cpu_supports("avx512f")) {
+    math.vectorized_exp = &exp_avx512;
+  } else if (Sleef_expf8_u10 != nullptr && __builtin_cpu_supports("avx2")) {
+    math.vectorized_exp = &exp_avx2;
+  }
+#endif
+  if (vmsExp != nullptr) math.exp = &exp_mkl;
+  return math;
+}
+
+}  // namespace
+
+const VectorMath& vector_math() {
+  static const VectorMath chosen = pick();
+  return chosen;
+}
+
+}  // namespace torch_tpu::executors::host

@@ -1,0 +1,28 @@
+// Vectorized math shared by the fused-kernel interpreter (pointwise_loop.cpp) and the kernels
+// it generates (pointwise_codegen.cpp). Both call these same functions, so which of the two
+// ran a cluster never changes a result; and they are the functions ATen's own CPU kernels use,
+// so fused results are Strict's bits. (The scalar std::exp they replace ran ~10x slower per
+// element, and differed from Strict in the last bit for ~4% of sigmoid and silu results.)
+#pragma once
+
+#include <cstdint>
+
+namespace torch_tpu::executors::host {
+
+// Computes in place over the `n` floats at `values`. A lane's result never depends on the
+// others or on where it sits in the array (a tail is padded to a whole vector).
+using InPlaceFn = void (*)(float* values, int64_t n);
+
+struct VectorMath {
+  // ATen's exp op: MKL's high-accuracy vector exp where torch has MKL (ATen's vml::vexp).
+  InPlaceFn exp;
+  // The exp inside ATen's vectorized kernels (sigmoid, silu): SLEEF's 1-ulp exp,
+  // Vectorized<float>::exp(), 16 lanes at a time with AVX-512, else 8.
+  InPlaceFn vectorized_exp;
+};
+
+// The implementations this CPU and torch build get, chosen once. Each falls back to std::exp
+// where torch lacks the library.
+const VectorMath& vector_math();
+
+}  // namespace torch_tpu::executors::host
