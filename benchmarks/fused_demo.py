@@ -5,6 +5,10 @@ run: tpu Strict, PyTorch CPU eager and torch.compile (Inductor, CPU).
   memory for tpu modes. Targets (issue #4): fused >= 1.5x Strict tokens/s, peak memory <= 0.75x.
 - Inference (forward of a batch of sequences, logits read back): sequences/s. Target: fused >=
   1.5x Strict.
+- Where a training step's time goes, for Strict and fused: the host's time to issue (or record)
+  the step's ops, R, and the time the host then spends running them with its two threads when it
+  waits after each phase, E. On a 2-core host a step cannot take less than (R + 2E) / 2 (every
+  core busy all the time), which bounds what less execution work could buy.
 
 Also measures each workload's compute floor (benchmarks/compute_floor.py): its matmul and
 attention kernels alone, which every mode runs unchanged, so Strict's time over the floor is
@@ -75,6 +79,35 @@ def inference_sequences_per_second(contender, config, inputs, iterations, warmup
     return iterations * inputs.shape[0] / elapsed
 
 
+def issue_and_execution_ms(contender, config, batches, steps, warmup):
+    """(R, E) of a training step in ms, medians: host time issuing forward, backward and the
+    optimizer step (R), and time spent in a synchronize after each of them (E: the queued work,
+    run by the waiting host with its thread team)."""
+    _, model, _ = setup(contender, config)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
+    issue, execution = [], []
+    for step in range(steps):
+        inputs, targets = (t.to("tpu") for t in batches[step % len(batches)])
+        torch.tpu.synchronize()
+        phases = [lambda: model(inputs, targets)[1],
+                  lambda: (optimizer.zero_grad(set_to_none=True), loss.backward()),
+                  lambda: optimizer.step()]
+        r = e = 0.0
+        for k, phase in enumerate(phases):
+            start = time.perf_counter()
+            result = phase()
+            issued = time.perf_counter()
+            torch.tpu.synchronize()
+            r, e = r + issued - start, e + time.perf_counter() - issued
+            if k == 0:
+                loss = result
+        if step >= warmup:
+            issue.append(r * 1e3)
+            execution.append(e * 1e3)
+    torch_tpu.set_mode("strict")
+    return statistics.median(issue), statistics.median(execution)
+
+
 def compute_floors(config, batch, inference_inputs):
     """(training tokens/s, inference sequences/s) if a step took only its heavy kernels."""
     torch.manual_seed(0)
@@ -119,6 +152,8 @@ def main():
             infer_rates[contender].append(inference_sequences_per_second(
                 contender, config, inference_inputs, args.steps, args.warmup))
     train_floor, infer_floor = compute_floors(config, batches[0], inference_inputs)
+    phases = {c: issue_and_execution_ms(c, config, batches, args.steps, args.warmup)
+              for c in ("strict", "fused")}
     train = {c: statistics.median(v) for c, v in train_rates.items()}
     infer = {c: statistics.median(v) for c, v in infer_rates.items()}
     peak = {c: max(v) for c, v in peaks.items()}
@@ -131,6 +166,16 @@ def main():
     print(f"  fused vs Strict {train['fused'] / train['strict']:.2f}x (target >= 1.5)")
     print(f"  compute floor (matmul + attention kernels only): {train_floor:,.0f} tokens/s = "
           f"{train_floor / train['strict']:.2f}x Strict, the most any mode could reach")
+    tokens = args.batch * args.seq
+    strict_ms = tokens / train["strict"] * 1e3
+    floor_ms = tokens / train_floor * 1e3
+    for c, (r, e) in phases.items():
+        bound_ms = (r + 2 * e) / 2
+        print(f"  {c}: issue R {r:.2f} ms, execution E {e:.2f} ms a step; 2-core bound (R + 2E)/2 "
+              f"= {bound_ms:.2f} ms = {strict_ms / bound_ms:.2f}x Strict's measured step")
+    r_fused = phases["fused"][0]
+    print(f"  1.5x Strict ({strict_ms / 1.5:.2f} ms a step) needs E <= {strict_ms / 1.5 - r_fused / 2:.2f} ms "
+          f"with fused's R; the matmul + attention kernels alone take {floor_ms:.2f} ms")
     print(f"inference (forward, batch {args.inference_batch} x seq {args.seq}):")
     for c in CONTENDERS:
         print(f"  {c:<10}{infer[c]:>10,.1f} sequences/s {infer[c] / infer['strict']:>5.2f}x Strict")
@@ -145,7 +190,8 @@ def main():
                    "peak_memory_fused_vs_strict": peak["fused"] / peak["strict"],
                    "inference_fused_vs_strict": infer["fused"] / infer["strict"],
                    "training_compute_floor_tokens_per_second": train_floor,
-                   "inference_compute_floor_sequences_per_second": infer_floor}, f, indent=2)
+                   "inference_compute_floor_sequences_per_second": infer_floor,
+                   "training_issue_and_execution_ms": phases}, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -55,6 +55,20 @@ def test_a_chain_of_pointwise_ops_runs_as_one_fused_kernel_without_writing_inter
     assert counters["bytes_avoided"] == (ops - 1) * one_tensor  # every dead intermediate
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+@pytest.mark.parametrize("op", [torch.exp, torch.sigmoid, F.silu], ids=["exp", "sigmoid", "silu"])
+def test_exp_based_ops_in_a_fused_kernel_are_cpu_bits(op, dtype):
+    # A fused kernel calls the vector exp ATen's own kernels call (executors/host/vector_math.h),
+    # so these match CPU bit for bit, extreme inputs included. (ATen runs the last few elements
+    # of a range, past its last whole pair of vectors, through scalar std::exp: a length that
+    # is a multiple of 64 has no such tail.)
+    x_cpu = (torch.randn(4096, generator=torch.Generator().manual_seed(0)) * 30).to(dtype)
+    x_cpu[:4] = torch.tensor([float("inf"), float("-inf"), float("nan"), 0.0], dtype=dtype)
+    y = op(x_cpu.to("tpu") * 1.0)  # a chain: one fused kernel
+    assert torch.equal(y.cpu().nan_to_num(), op(x_cpu * 1.0).nan_to_num())
+    assert fusion()["fused_kernels_run"] == 1
+
+
 def test_a_dead_result_is_not_computed_at_all():
     x_cpu, x = cpu_and_tpu(64, 64)
     torch.tpu.synchronize()

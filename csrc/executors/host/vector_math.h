@@ -1,8 +1,9 @@
 // Vectorized math shared by the fused-kernel interpreter (pointwise_loop.cpp) and the kernels
 // it generates (pointwise_codegen.cpp). Both call these same functions, so which of the two
 // ran a cluster never changes a result; and they are the functions ATen's own CPU kernels use,
-// so fused results are Strict's bits. (The scalar std::exp they replace ran ~10x slower per
-// element, and differed from Strict in the last bit for ~4% of sigmoid and silu results.)
+// so fused results are Strict's bits (but for the last few elements of each of ATen's ranges,
+// which ATen computes with scalar std::exp). The scalar std::exp these replace ran ~10x slower
+// per element and differed from Strict in the last bit for ~4% of sigmoid and silu results.
 #pragma once
 
 #include <cstdint>
