@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include <ATen/ops/as_strided.h>
+#include <c10/core/GradMode.h>
 #include <c10/util/Exception.h>
 
 namespace torch_tpu::privateuse1 {
@@ -190,6 +191,18 @@ void set_saved_recipes_enabled(bool enabled) { g_enabled.store(enabled); }
 
 void note_recomputable_result(const c10::OperatorHandle& op, const torch::jit::Stack& args,
                            const at::Tensor& output) {
+  // Autograd saves only what it computes with grad mode on from an input that requires grad:
+  // any other result (inference, the optimizer step, buffers) never gets asked for a recipe,
+  // and noting it cost the host ~0.2 ms per demo training step.
+  if (!c10::GradMode::is_enabled()) return;
+  bool needs_grad = false;
+  for (const c10::IValue& arg : args) {
+    if (arg.isTensor() && arg.toTensor().defined() && arg.toTensor().requires_grad()) {
+      needs_grad = true;
+      break;
+    }
+  }
+  if (!needs_grad) return;
   NotedResult noted{op, args, {}, WeakStorage(output.storage().getWeakStorageImpl()),
                     version_of(output), geometry_of(output)};
   for (size_t i = 0; i < noted.args.size(); ++i) {
