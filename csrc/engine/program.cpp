@@ -63,13 +63,47 @@ const executors::host::StorageRef* find_ref(const OpDescription& description,
 // The program's structure: each op's own structure, how ops share storages (numbered in order
 // of first use), the offsets fused ops see them at, and which written storages are still
 // referenced. Two flushes with equal keys get the same plan.
+// Numbers storages in first-seen order: an open-addressing table kept per thread. A program
+// names hundreds of storages, and a node-based map allocated a node for each on every flush.
+class StorageNumbering {
+ public:
+  // `most`: an upper bound on how many distinct storages will be numbered.
+  void reset(size_t most) {
+    size_t size = 64;
+    while (size < 2 * most) size *= 2;
+    slots_.assign(size, Slot{});
+    next_ = 0;
+  }
+  int64_t number(const c10::StorageImpl* storage) {
+    const size_t mask = slots_.size() - 1;
+    size_t i = (reinterpret_cast<uintptr_t>(storage) >> 4) * 0x9E3779B97F4A7C15ull >> 7 & mask;
+    while (slots_[i].storage != nullptr && slots_[i].storage != storage) i = (i + 1) & mask;
+    if (slots_[i].storage == nullptr) slots_[i] = Slot{storage, next_++};
+    return slots_[i].number;
+  }
+
+ private:
+  struct Slot {
+    const c10::StorageImpl* storage = nullptr;
+    int64_t number = 0;
+  };
+  std::vector<Slot> slots_;
+  int64_t next_ = 0;
+};
+
 Key structural_key(const std::vector<runtime::PendingTask>& pending) {
   Key key;
   key.reserve(pending.size() * 16);
-  std::unordered_map<const c10::StorageImpl*, int64_t> numbering;
-  const auto number = [&](const c10::StorageImpl* storage) {
-    return numbering.emplace(storage, static_cast<int64_t>(numbering.size())).first->second;
-  };
+  size_t named = 0;
+  for (const runtime::PendingTask& task : pending) {
+    if (const OpDescription* description = description_of(task)) {
+      named += description->storages.size();
+      if (description->fusible) named += description->fusible->tensors().size();
+    }
+  }
+  thread_local StorageNumbering numbering;
+  numbering.reset(named);
+  const auto number = [&](const c10::StorageImpl* storage) { return numbering.number(storage); };
   for (const runtime::PendingTask& task : pending) {
     const OpDescription* description = description_of(task);
     if (description == nullptr) {
@@ -339,8 +373,12 @@ std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,
     program_cache().store(std::move(key), program);
   }
   count_flush(reason, static_cast<int64_t>(pending.size()), hit);
-  auto run = std::make_shared<ProgramRun>(program, std::move(pending));
+  // The last task owns the run; the step tasks, which a stream always runs before it, hold a
+  // plain pointer (small enough for std::function to store without a heap allocation each).
+  auto owner = std::make_shared<ProgramRun>(program, std::move(pending));
+  ProgramRun* run = owner.get();
   std::vector<runtime::PlannedTask> planned;
+  planned.reserve(program->steps.size() + 1);
   for (size_t step = 0; step < program->steps.size(); ++step) {
     if (program->steps[step].kind == Step::Kind::kSkip) {
       if (run->has_releases(step)) {
@@ -350,7 +388,7 @@ std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,
     }
     planned.push_back({run->op_name(step), [run, step] { run->run_step(step); }});
   }
-  planned.push_back({"tpu::program_end", [run] { run->finish(); }});
+  planned.push_back({"tpu::program_end", [owner] { owner->finish(); }});
   return planned;
 }
 
