@@ -60,9 +60,6 @@ const executors::host::StorageRef* find_ref(const OpDescription& description,
   return nullptr;
 }
 
-// The program's structure: each op's own structure, how ops share storages (numbered in order
-// of first use), the offsets fused ops see them at, and which written storages are still
-// referenced. Two flushes with equal keys get the same plan.
 // Numbers storages in first-seen order: an open-addressing table kept per thread. A program
 // names hundreds of storages, and a node-based map allocated a node for each on every flush.
 class StorageNumbering {
@@ -76,7 +73,8 @@ class StorageNumbering {
   }
   int64_t number(const c10::StorageImpl* storage) {
     const size_t mask = slots_.size() - 1;
-    size_t i = (reinterpret_cast<uintptr_t>(storage) >> 4) * 0x9E3779B97F4A7C15ull >> 7 & mask;
+    // Fibonacci hashing of the address (allocations are 16-byte aligned: drop those bits).
+    size_t i = (((reinterpret_cast<uintptr_t>(storage) >> 4) * 0x9E3779B97F4A7C15ull) >> 7) & mask;
     while (slots_[i].storage != nullptr && slots_[i].storage != storage) i = (i + 1) & mask;
     if (slots_[i].storage == nullptr) slots_[i] = Slot{storage, next_++};
     return slots_[i].number;
@@ -91,6 +89,9 @@ class StorageNumbering {
   int64_t next_ = 0;
 };
 
+// The program's structure: each op's own structure, how ops share storages (numbered in order
+// of first use), the offsets fused ops see them at, and which written storages are still
+// referenced. Two flushes with equal keys get the same plan.
 Key structural_key(const std::vector<runtime::PendingTask>& pending) {
   Key key;
   key.reserve(pending.size() * 16);
