@@ -7,9 +7,9 @@ run: tpu Strict, PyTorch CPU eager and torch.compile (Inductor, CPU).
   1.5x Strict.
 - Where a training step's time goes, for Strict and fused: the host's time to issue (or record)
   the step's ops, R, and the time the host then spends running them with its two threads when it
-  waits after each phase, E. On a 2-core host a step takes about (R + 2E) / 2 at best (both
-  cores busy all the time; Strict's measured step comes within ~5% of it), which says what
-  less issue or execution work could buy.
+  waits after each phase, E (measured in a loop of their own). On a 2-core host a step takes
+  about (R + 2E) / 2 at best (both cores busy all the time), which says what less issue or
+  execution work could buy.
 
 Also measures each workload's compute floor (benchmarks/compute_floor.py): its matmul and
 attention kernels alone, which every mode runs unchanged, so Strict's time over the floor is
