@@ -97,6 +97,16 @@ c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::ji
   return *device;
 }
 
+bool has_cpu_data_tensor(const torch::jit::Stack& args) {
+  bool found = false;
+  for (const c10::IValue& arg : args) {
+    for_each_tensor(arg, [&](const at::Tensor& tensor) {
+      found = found || (tensor.defined() && tensor.device().is_cpu() && tensor.dim() > 0);
+    });
+  }
+  return found;
+}
+
 torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
                                std::unordered_map<const c10::TensorImpl*, at::Tensor>& originals) {
   torch::jit::Stack meta;
@@ -118,36 +128,38 @@ torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
   return meta;
 }
 
-CapturedArgs capture_args(const torch::jit::Stack& args) {
-  CapturedArgs captured;
+void capture_args(const torch::jit::Stack& args, CapturedArgs& captured) {
   captured.args.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& arg = args[i];
     CapturedArgs::Arg& slot = captured.args[i];
     slot.first_tensor = static_cast<uint32_t>(captured.tensors.size());
-    auto add = [&](const std::optional<at::Tensor>& tensor) {
+    // By pointer: a copy of a Python-owned tensor makes PyTorch take the GIL to keep its
+    // Python object alive (and again to let it go).
+    auto add = [&](const at::Tensor* tensor) {
       CapturedArgs::Tensor& element = captured.tensors.emplace_back();
-      if (tensor.has_value() && is_tpu(*tensor)) {
+      if (tensor != nullptr && is_tpu(*tensor)) {
         element.snapshot = executors::host::TensorSnapshot(*tensor);
-      } else if (tensor.has_value() && tensor->defined()) {
+      } else if (tensor != nullptr && tensor->defined()) {
         element.host = tensor->clone();
       }
       ++slot.tensor_count;
     };
     if (arg.isTensor()) {
       slot.kind = CapturedArgs::Arg::Kind::kTensor;
-      add(arg.toTensor());
+      add(&arg.toTensor());
     } else if (arg.isTensorList()) {
       slot.kind = CapturedArgs::Arg::Kind::kTensorList;
-      for (const at::Tensor& tensor : arg.toTensorList()) add(tensor);
+      for (const at::Tensor& tensor : arg.toTensorList()) add(&tensor);
     } else if (arg.isOptionalTensorList()) {
       slot.kind = CapturedArgs::Arg::Kind::kOptionalTensorList;
-      for (const std::optional<at::Tensor> tensor : arg.toOptionalTensorList()) add(tensor);
+      for (const std::optional<at::Tensor> tensor : arg.toOptionalTensorList()) {
+        add(tensor.has_value() ? &*tensor : nullptr);
+      }
     } else {
       slot.value = cpu_side_value(arg);
     }
   }
-  return captured;
 }
 
 namespace {

@@ -22,6 +22,10 @@ namespace torch_tpu::privateuse1 {
 c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::jit::Stack& args,
                               bool accepts_cpu_tensors);
 
+// True if a CPU tensor other than a 0-dim scalar is among `args` (an index tensor of an
+// indexing op): Meta kernels read its data, and a boolean mask's count shapes the result.
+bool has_cpu_data_tensor(const torch::jit::Stack& args);
+
 // Meta copies of `args` (same sizes/strides/dtypes); `originals` maps each Meta tensor's impl
 // back to the tpu tensor it stands for.
 torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
@@ -47,9 +51,10 @@ struct CapturedArgs {
   c10::SmallVector<Tensor, 3> tensors;
 };
 
-// Captures `args` at queue time: tpu tensors as snapshots, CPU tensors cloned (the host may
-// change them before the op runs), generators swapped for the CPU generators kernels use.
-CapturedArgs capture_args(const torch::jit::Stack& args);
+// Captures `args` at queue time into the empty `captured`: tpu tensors as snapshots, CPU
+// tensors cloned (the host may change them before the op runs), generators swapped for the
+// CPU generators kernels use.
+void capture_args(const torch::jit::Stack& args, CapturedArgs& captured);
 // A CPU view made for a queued op, with the snapshot it came from (for write-back).
 using QueuedView = std::pair<const executors::host::TensorSnapshot*, at::Tensor>;
 

@@ -221,7 +221,9 @@ bool is_pointwise_op(const std::string& name) {
       "aten::sub", "aten::tanh", "aten::tanh_backward", "aten::threshold_backward",
       "aten::trunc", "aten::where",
   };
-  return kPointwise.count(name) > 0;
+  // An in-place variant (add_) is as elementwise as its functional op.
+  const bool in_place = name.size() > 1 && name.back() == '_';
+  return kPointwise.count(in_place ? name.substr(0, name.size() - 1) : name) > 0;
 }
 
 std::shared_ptr<const engine::OpDescription> describe_op(

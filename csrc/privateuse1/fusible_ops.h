@@ -16,7 +16,7 @@
 
 namespace torch_tpu::privateuse1 {
 
-// Whether `name` ("aten::add") is an elementwise op of its (broadcast) inputs.
+// Whether `name` ("aten::add", "aten::add_") is an elementwise op of its (broadcast) inputs.
 bool is_pointwise_op(const std::string& name);
 
 // The description of a generic op recorded in fused mode. `args` are its tpu arguments,

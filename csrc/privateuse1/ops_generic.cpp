@@ -288,13 +288,19 @@ void use_tpu_default_generator(const OpPlan& plan, c10::Device device, torch::ji
   }
 }
 
-// Fused mode records functional pointwise ops as their out= overloads (ATen's structured
-// kernels allocate the result and call out=): a call writing only its one out= argument is the
-// functional op's result, which autograd may keep as a recipe (privateuse1/saved_recipes.h).
+// Fused mode notes the result of a functional pointwise call (add.Tensor, or its out= overload
+// writing only its one out= argument, as ATen's structured wrappers call it), which autograd
+// may keep as a recipe instead of the buffer (privateuse1/saved_recipes.h).
 void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
-                          const torch::jit::Stack& args, const std::vector<at::Tensor>& outputs) {
+                          const torch::jit::Stack& args, const std::vector<at::Tensor>& outputs,
+                          const std::vector<at::Tensor>& fresh) {
+  if (outputs.size() != 1) return;
+  if (!plan.mutates_args) {
+    if (fresh.size() == 1) note_recomputable_result(op, args, outputs.front());
+    return;
+  }
   const size_t n = args.size();
-  if (outputs.size() != 1 || n < 2 || !plan.out_args[n - 1]) return;
+  if (n < 2 || !plan.out_args[n - 1]) return;
   for (size_t i = 0; i + 1 < n; ++i) {
     if (plan.written_args[i]) return;
   }
@@ -327,7 +333,9 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   const bool fused = engine::current_mode() == engine::ExecutionMode::kFused;
   // Fused mode keys its program cache on the same structure (engine/program.h).
   std::vector<int64_t> structure = fused ? signature : std::vector<int64_t>{};
-  SharedOutputSpecs specs = lookup_output_specs(signature);
+  // Meta kernels read CPU index tensors, so such calls are not keyed by structure alone.
+  const bool cacheable = !(plan.accepts_cpu_tensors && has_cpu_data_tensor(args));
+  SharedOutputSpecs specs = cacheable ? lookup_output_specs(signature) : nullptr;
   const auto needs_data = [](const OutputSpecs& found) {
     return found.size() == 1 && found.front().kind == ReturnSpec::Kind::kSyncFallback;
   };
@@ -337,10 +345,10 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
       run_sync_fallback(op, plan, device, args, stack);
       // Cached only now: had the CPU kernel rejected the input, this structure may still be
       // fine with other scalar values.
-      store_output_specs(std::move(signature), specs);
+      if (cacheable) store_output_specs(std::move(signature), specs);
       return;
     }
-    store_output_specs(std::move(signature), specs);
+    if (cacheable) store_output_specs(std::move(signature), specs);
   } else if (needs_data(*specs)) {
     run_sync_fallback(op, plan, device, args, stack);
     return;
@@ -372,24 +380,31 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   // Queue the CPU kernel. Functional ops write through their out= overload into the fresh
   // outputs; otherwise the kernel's fresh results are copied in (ops that update arguments in
   // place may return fresh tensors too: batch norm's saved statistics).
-  CapturedArgs captured = capture_args(args);
-  c10::SmallVector<executors::host::TensorSnapshot, 2> targets(fresh.begin(), fresh.end());
+  if (fused && !cacheable) {
+    // The output shapes came from index data, not from the structure: key them too.
+    for (const at::Tensor& output : outputs) {
+      if (output.defined()) structure.insert(structure.end(), output.sizes().begin(), output.sizes().end());
+    }
+  }
+
+  // Built once, in place: the queued op is ~0.7 KB of small vectors, and moving it through a
+  // temporary, a lambda and a std::function cost the host more than capturing it.
   const bool use_out_variant = !plan.mutates_args && plan.out_variant.has_value() &&
-                               targets.size() == returns.size();
-  const c10::OperatorHandle cpu_op = use_out_variant ? *plan.out_variant : op;
+                               fresh.size() == returns.size();
+  auto queued = std::make_shared<QueuedOp>(use_out_variant ? *plan.out_variant : op);
+  capture_args(args, queued->captured);
+  queued->targets.assign(fresh.begin(), fresh.end());
+  queued->fresh_returns = std::move(fresh_returns);
+  queued->use_out_variant = use_out_variant;
   if (fused) {
-    auto queued = std::make_shared<const QueuedOp>(QueuedOp{
-        cpu_op, std::move(captured), std::move(targets), std::move(fresh_returns), use_out_variant});
     auto description = describe_op(plan, args, outputs, fresh, queued, std::move(structure));
-    if (saved_recipes_enabled() && plan.pointwise) note_if_recomputable(op, plan, args, outputs);
+    if (saved_recipes_enabled() && plan.pointwise) note_if_recomputable(op, plan, args, outputs, fresh);
     engine::launch_described(device.index(), plan.name.c_str(),
-                             [queued] { run_queued(*queued); }, std::move(description));
+                             [queued = std::move(queued)] { run_queued(*queued); },
+                             std::move(description));
   } else {
     engine::launch(device.index(), plan.name.c_str(),
-                   [queued = QueuedOp{cpu_op, std::move(captured), std::move(targets),
-                                      std::move(fresh_returns), use_out_variant}] {
-                     run_queued(queued);
-                   });
+                   [queued = std::move(queued)] { run_queued(*queued); });
   }
   if (engine::current_mode() == engine::ExecutionMode::kDebug && engine::check_nans_enabled()) {
     check_finite(plan.name, outputs);

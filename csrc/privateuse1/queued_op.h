@@ -15,6 +15,8 @@
 namespace torch_tpu::privateuse1 {
 
 struct QueuedOp {
+  explicit QueuedOp(c10::OperatorHandle op) : cpu_op(std::move(op)) {}
+
   c10::OperatorHandle cpu_op;
   CapturedArgs captured;
   c10::SmallVector<executors::host::TensorSnapshot, 2> targets;

@@ -14,15 +14,21 @@ constexpr size_t kMaxEntries = 1 << 16;
 
 // Tags keep differently-shaped argument lists from colliding.
 enum Tag : int64_t { kTensorTag = -1001, kUndefinedTag, kListTag, kNoneTag, kIntTag,
-                     kDoubleTag, kBoolTag, kScalarTag, kStringTag, kOtherTag, kCpuTensorTag };
+                     kDoubleTag, kBoolTag, kScalarTag, kStringTag, kOtherTag, kCpuTensorTag,
+                     kWrappedNumberTag };
 
 void append_tensor(CallSignature& out, const at::Tensor& tensor) {
   if (!tensor.defined()) {
     out.push_back(kUndefinedTag);
     return;
   }
-  const bool is_cpu = tensor.device().is_cpu();
-  out.push_back(is_cpu ? kCpuTensorTag : kTensorTag);
+  // A wrapped Python number promotes differently from a 0-dim tensor of the same dtype
+  // (int64 tensor * 2.5 is float32; * tensor(2.5, dtype=float64) is float64).
+  if (tensor.unsafeGetTensorImpl()->is_wrapped_number()) {
+    out.push_back(kWrappedNumberTag);
+  } else {
+    out.push_back(tensor.device().is_cpu() ? kCpuTensorTag : kTensorTag);
+  }
   out.push_back(static_cast<int64_t>(tensor.scalar_type()));
   out.push_back(tensor.dim());
   out.insert(out.end(), tensor.sizes().begin(), tensor.sizes().end());

@@ -55,6 +55,19 @@ def test_a_chain_of_pointwise_ops_runs_as_one_fused_kernel_without_writing_inter
     assert counters["bytes_avoided"] == (ops - 1) * one_tensor  # every dead intermediate
 
 
+def test_in_place_pointwise_ops_fuse_and_0_dim_chains_keep_0_dim_operands():
+    results = []
+    for device in ("cpu", "tpu"):
+        x = torch.full((64,), 3.0, device=device)
+        x.mul_(2.0).add_(1.0).div_(7.0)
+        # masked_fill_ wants a 0-dim value: here one computed in the same fused kernel.
+        s = torch.tensor(4.0, device=device)
+        s.masked_fill_(torch.tensor(True, device=device), s / 8)
+        results.append((x, s))
+    assert_tpu_close(list(results[1]), list(results[0]))
+    assert fusion()["fused_kernels_run"] == 2
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
 @pytest.mark.parametrize("op", [torch.exp, torch.sigmoid, F.silu], ids=["exp", "sigmoid", "silu"])
 def test_exp_based_ops_in_a_fused_kernel_are_cpu_bits(op, dtype):

@@ -524,6 +524,26 @@ def test_data_dependent_ops_see_queued_writes():
     assert_tpu_close(list(results[1]), list(results[0]))
 
 
+def test_cpu_boolean_masks_of_one_shape_select_their_own_counts():
+    # Output shapes are cached by the arguments' structure; a CPU mask's count is data.
+    x_cpu, x_tpu = cpu_and_tpu(5, 4)
+    for mask in ([True, False, True, True, False], [False] * 5, [True] * 5):
+        mask = torch.tensor(mask)
+        assert_tpu_close(x_tpu[mask], x_cpu[mask])
+        assert_tpu_close(torch.ops.aten.index.Tensor(x_tpu, [mask]), x_cpu[mask])
+
+
+def test_python_numbers_and_0_dim_tensors_promote_like_cpu():
+    # A wrapped Python number and a 0-dim float64 tensor share dtype and shape but promote
+    # differently; both calls have the same structure otherwise.
+    ints = torch.arange(4)
+    for other in (2.5, torch.tensor(2.5, dtype=torch.float64), 2.5):
+        want = ints * other
+        got = ints.to("tpu") * other
+        assert got.dtype == want.dtype
+        assert_tpu_close(got, want)
+
+
 @pytest.mark.parametrize("op", ["nonzero", "masked_select"])
 def test_data_dependent_out_variants_resize_their_output(op):
     x_cpu, x_tpu = cpu_and_tpu(5, 6)

@@ -173,6 +173,10 @@ void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& o
   const int64_t chunks = (units + step - 1) / step;
   std::vector<int64_t> chunk_shape = plan.flat ? std::vector<int64_t>{step} : plan.shape;
   if (!plan.flat) chunk_shape[0] = step;
+  // A 0-dim iteration keeps 0-dim views: some ops require a 0-dim operand (masked_fill_'s
+  // value), and a [1] chunk is not one.
+  const bool scalar = shape.empty();
+  if (scalar) chunk_shape.clear();
 
   at::parallel_for(0, chunks, 1, [&](int64_t first_chunk, int64_t end_chunk) {
     // Scratch per thread, reused by every chunk it runs.
@@ -189,8 +193,10 @@ void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& o
         ops[o]->run([&](size_t i) -> at::Tensor {
           const TensorSnapshot& snapshot = *tensors[i].snapshot;
           switch (accesses[i].kind) {
-            case ChunkAccess::kScratch:
-              return scratch[static_cast<size_t>(accesses[i].scratch_slot)].narrow(0, 0, length);
+            case ChunkAccess::kScratch: {
+              const at::Tensor& slot = scratch[static_cast<size_t>(accesses[i].scratch_slot)];
+              return scalar ? slot : slot.narrow(0, 0, length);
+            }
             case ChunkAccess::kWhole:
               return plan.flat ? cpu_view_of(snapshot.device_data(), {}, {}, snapshot.dtype())
                                : snapshot.cpu_view();
@@ -199,6 +205,7 @@ void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& o
           }
           const auto* base = static_cast<const char*>(snapshot.device_data());
           const int64_t item = static_cast<int64_t>(c10::elementSize(snapshot.dtype()));
+          if (scalar) return cpu_view_of(base, {}, {}, snapshot.dtype());
           if (plan.flat) return cpu_view_of(base + begin * item, {length}, {1}, snapshot.dtype());
           std::vector<int64_t> sizes = snapshot.sizes().vec();
           sizes[0] = length;
