@@ -55,6 +55,18 @@ def test_a_chain_of_pointwise_ops_runs_as_one_fused_kernel_without_writing_inter
     assert counters["bytes_avoided"] == (ops - 1) * one_tensor  # every dead intermediate
 
 
+def test_a_fused_reduction_over_empty_rows_writes_its_result():
+    for dim in (-1, 1):
+        # Leave non-zero bytes in the allocator's free blocks, where the results will go.
+        junk = torch.full((64,), 7.0, device="tpu")
+        torch.tpu.synchronize()
+        del junk
+        x_cpu, x = cpu_and_tpu(5, 0)
+        y_cpu, y = cpu_and_tpu(5, 0, seed=3)
+        assert_tpu_close(torch.linalg.vecdot(x, y, dim=dim), torch.linalg.vecdot(x_cpu, y_cpu, dim=dim))
+        assert_tpu_close((x * 2.0).sum(dim), (x_cpu * 2.0).sum(dim))
+
+
 def test_in_place_pointwise_ops_fuse_and_0_dim_chains_keep_0_dim_operands():
     results = []
     for device in ("cpu", "tpu"):

@@ -165,7 +165,25 @@ void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& o
   }
   const c10::IntArrayRef shape(plan.shape);
   const int64_t numel = numel_of(shape);
-  if (numel == 0) return;
+  if (numel == 0) {
+    // Nothing to iterate, but a reduction over empty rows still writes its result (a sum of
+    // nothing is 0): run each op once on whole, empty views.
+    std::vector<at::Tensor> scratch;
+    for (c10::ScalarType dtype : plan.scratch_dtypes) {
+      scratch.push_back(at::empty(shape, at::TensorOptions().dtype(dtype)));
+    }
+    for (size_t o = 0; o < ops.size(); ++o) {
+      const std::vector<FusedTensor>& tensors = ops[o]->tensors();
+      const std::vector<ClusterPlan::Access>& accesses = plan.accesses[o];
+      ops[o]->run([&](size_t i) -> at::Tensor {
+        if (accesses[i].kind == ChunkAccess::kScratch) {
+          return scratch[static_cast<size_t>(accesses[i].scratch_slot)];
+        }
+        return tensors[i].snapshot->cpu_view();
+      });
+    }
+    return;
+  }
   // A chunk is `step` units: elements (flat) or rows of dim 0.
   const int64_t units = plan.flat ? numel : shape[0];
   const int64_t row_elements = plan.flat ? 1 : std::max<int64_t>(numel / shape[0], 1);
