@@ -65,7 +65,7 @@ c10::IValue cpu_side_value(const c10::IValue& value) {
 
 }  // namespace
 
-c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::jit::Stack& args,
+c10::Device common_tpu_device(const c10::FunctionSchema& schema, BoxedArgs args,
                               bool accepts_cpu_tensors) {
   std::optional<c10::Device> device;
   std::optional<c10::Device> cpu_tensor_device;
@@ -97,7 +97,7 @@ c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::ji
   return *device;
 }
 
-bool has_cpu_data_tensor(const torch::jit::Stack& args) {
+bool has_cpu_data_tensor(BoxedArgs args) {
   bool found = false;
   for (const c10::IValue& arg : args) {
     for_each_tensor(arg, [&](const at::Tensor& tensor) {
@@ -107,7 +107,7 @@ bool has_cpu_data_tensor(const torch::jit::Stack& args) {
   return found;
 }
 
-torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
+torch::jit::Stack to_meta_args(BoxedArgs args,
                                std::unordered_map<const c10::TensorImpl*, at::Tensor>& originals) {
   torch::jit::Stack meta;
   meta.reserve(args.size());
@@ -128,7 +128,7 @@ torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
   return meta;
 }
 
-void capture_args(const torch::jit::Stack& args, CapturedArgs& captured) {
+void capture_args(BoxedArgs args, CapturedArgs& captured) {
   captured.args.resize(args.size());
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::IValue& arg = args[i];
@@ -214,7 +214,7 @@ torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>
   return stack;
 }
 
-torch::jit::Stack cpu_args_now(const torch::jit::Stack& args, std::vector<LiveView>& views) {
+torch::jit::Stack cpu_args_now(BoxedArgs args, std::vector<LiveView>& views) {
   torch::jit::Stack stack;
   stack.reserve(args.size());
   for (const c10::IValue& arg : args) {

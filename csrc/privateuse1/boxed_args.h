@@ -16,19 +16,24 @@
 
 namespace torch_tpu::privateuse1 {
 
+// A boxed op's arguments, viewed where they lie: on the dispatcher's stack, or borrowed by an
+// unboxed entry point (ops_unboxed.cpp). Reading them copies no tensor; a copy of a
+// Python-owned tensor costs a GIL round trip (PyTorch then keeps its Python object alive).
+using BoxedArgs = c10::ArrayRef<c10::IValue>;
+
 // The tpu device all tensor arguments live on. Throws the CUDA-style "Expected all tensors to
 // be on the same device" error for a mix (CPU 0-dim tensors are allowed, as on CUDA; any CPU
 // tensor if `accepts_cpu_tensors`).
-c10::Device common_tpu_device(const c10::FunctionSchema& schema, const torch::jit::Stack& args,
+c10::Device common_tpu_device(const c10::FunctionSchema& schema, BoxedArgs args,
                               bool accepts_cpu_tensors);
 
 // True if a CPU tensor other than a 0-dim scalar is among `args` (an index tensor of an
 // indexing op): Meta kernels read its data, and a boolean mask's count shapes the result.
-bool has_cpu_data_tensor(const torch::jit::Stack& args);
+bool has_cpu_data_tensor(BoxedArgs args);
 
 // Meta copies of `args` (same sizes/strides/dtypes); `originals` maps each Meta tensor's impl
 // back to the tpu tensor it stands for.
-torch::jit::Stack to_meta_args(const torch::jit::Stack& args,
+torch::jit::Stack to_meta_args(BoxedArgs args,
                                std::unordered_map<const c10::TensorImpl*, at::Tensor>& originals);
 
 // A queued op's arguments, captured at queue time in one flat block: the host fills it and
@@ -54,7 +59,7 @@ struct CapturedArgs {
 // Captures `args` at queue time into the empty `captured`: tpu tensors as snapshots, CPU
 // tensors cloned (the host may change them before the op runs), generators swapped for the
 // CPU generators kernels use.
-void capture_args(const torch::jit::Stack& args, CapturedArgs& captured);
+void capture_args(BoxedArgs args, CapturedArgs& captured);
 // A CPU view made for a queued op, with the snapshot it came from (for write-back).
 using QueuedView = std::pair<const executors::host::TensorSnapshot*, at::Tensor>;
 
@@ -73,6 +78,6 @@ struct LiveView {
 
 // CPU arguments made now from live tpu tensors (for the synchronous fallback; the chip must be
 // idle); every view made is appended to `views`.
-torch::jit::Stack cpu_args_now(const torch::jit::Stack& args, std::vector<LiveView>& views);
+torch::jit::Stack cpu_args_now(BoxedArgs args, std::vector<LiveView>& views);
 
 }  // namespace torch_tpu::privateuse1

@@ -32,7 +32,7 @@ const std::unordered_map<std::string, SavedStatsArgs>& normalization_ops() {
   return ops;
 }
 
-std::optional<c10::ScalarType> tensor_dtype(const torch::jit::Stack& args, int index) {
+std::optional<c10::ScalarType> tensor_dtype(BoxedArgs args, int index) {
   if (index < 0 || index >= static_cast<int>(args.size()) || !args[index].isTensor()) {
     return std::nullopt;
   }
@@ -41,7 +41,7 @@ std::optional<c10::ScalarType> tensor_dtype(const torch::jit::Stack& args, int i
   return tensor.scalar_type();
 }
 
-void apply_saved_stats_rule(const SavedStatsArgs& layout, const torch::jit::Stack& args,
+void apply_saved_stats_rule(const SavedStatsArgs& layout, BoxedArgs args,
                            OutputSpecs& specs) {
   if (specs.size() < 3) return;
   const bool training = layout.training >= 0 && args[layout.training].isBool()
@@ -65,7 +65,7 @@ void apply_saved_stats_rule(const SavedStatsArgs& layout, const torch::jit::Stac
 
 }  // namespace
 
-void apply_cpu_output_rules(const std::string& op_name, const torch::jit::Stack& args,
+void apply_cpu_output_rules(const std::string& op_name, BoxedArgs args,
                             OutputSpecs& specs) {
   const auto& ops = normalization_ops();
   if (const auto it = ops.find(op_name); it != ops.end()) {

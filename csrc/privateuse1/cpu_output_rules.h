@@ -7,13 +7,14 @@
 
 #include <ATen/core/stack.h>
 
+#include "privateuse1/boxed_args.h"
 #include "privateuse1/shape_cache.h"
 
 namespace torch_tpu::privateuse1 {
 
 // Rewrites `specs` (from the Meta kernel) to what the CPU kernel of `op_name` ("aten::name",
 // no overload) returns for `args`.
-void apply_cpu_output_rules(const std::string& op_name, const torch::jit::Stack& args,
+void apply_cpu_output_rules(const std::string& op_name, BoxedArgs args,
                             OutputSpecs& specs);
 
 // True for functional ops whose CPU out= kernel accepts fewer inputs than the functional one

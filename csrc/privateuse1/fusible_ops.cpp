@@ -181,7 +181,7 @@ std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const Queue
 // A reduction over non-leading dims (FusibleOp::reduces_rows): sum/mean/amax/amin over an
 // explicit list of dims that leaves dim 0, without a dtype conversion. Chunks of rows reduce
 // independently, each row with the kernel's own arithmetic, so fusing it changes no result.
-bool is_row_reduction(const OpPlan& plan, const torch::jit::Stack& args,
+bool is_row_reduction(const OpPlan& plan, BoxedArgs args,
                       const std::vector<at::Tensor>& outputs) {
   static const std::unordered_set<std::string> kRowReductions = {
       "aten::sum.dim_IntList", "aten::sum.IntList_out", "aten::mean.dim", "aten::mean.out",
@@ -227,7 +227,7 @@ bool is_pointwise_op(const std::string& name) {
 }
 
 std::shared_ptr<const engine::OpDescription> describe_op(
-    const OpPlan& plan, const torch::jit::Stack& args, const std::vector<at::Tensor>& outputs,
+    const OpPlan& plan, BoxedArgs args, const std::vector<at::Tensor>& outputs,
     const std::vector<at::Tensor>& fresh, std::shared_ptr<const QueuedOp> queued,
     std::vector<int64_t> structure) {
   auto description = std::make_shared<engine::OpDescription>();

@@ -11,6 +11,7 @@
 #include <ATen/core/stack.h>
 
 #include "engine/program.h"
+#include "privateuse1/boxed_args.h"
 #include "privateuse1/op_plan.h"
 #include "privateuse1/queued_op.h"
 
@@ -22,7 +23,7 @@ bool is_pointwise_op(const std::string& name);
 // The description of a generic op recorded in fused mode. `args` are its tpu arguments,
 // `outputs` the tensors it returns, `structure` its call signature.
 std::shared_ptr<const engine::OpDescription> describe_op(
-    const OpPlan& plan, const torch::jit::Stack& args, const std::vector<at::Tensor>& outputs,
+    const OpPlan& plan, BoxedArgs args, const std::vector<at::Tensor>& outputs,
     const std::vector<at::Tensor>& fresh, std::shared_ptr<const QueuedOp> queued,
     std::vector<int64_t> structure);
 

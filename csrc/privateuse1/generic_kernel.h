@@ -1,13 +1,26 @@
-// The generic tpu kernel (ops_generic.cpp), for kernels that forward to it under another op.
+// The generic tpu kernel (ops_generic.cpp), for kernels that forward to it under another op
+// and for the unboxed entry points of hot ops (ops_unboxed.cpp).
 #pragma once
+
+#include <optional>
 
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <torch/library.h>
+
+#include "privateuse1/boxed_args.h"
 
 namespace torch_tpu::privateuse1 {
 
 // Runs `op` on tpu arguments on the stack (boxed calling convention); see ops_generic.cpp.
 void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
                         torch::jit::Stack* stack);
+
+// The same on arguments viewed where they lie; returns the op's results.
+torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs args);
+
+// The generic kernel behind `name`'s unboxed signature, for the hottest ops (ops_unboxed.cpp);
+// nullopt for other ops, which take the boxed kernel.
+std::optional<torch::CppFunction> unboxed_generic_kernel(const c10::OperatorName& name);
 
 }  // namespace torch_tpu::privateuse1

@@ -48,16 +48,20 @@ int aliased_argument(const c10::FunctionSchema& schema, const c10::Argument& ret
 }
 
 // Every tensor argument in order, lists flattened (positions in TensorSpec refer to this).
-std::vector<at::Tensor> flatten_tensors(const torch::jit::Stack& args) {
-  std::vector<at::Tensor> flat;
+// Tensor arguments are borrowed, list elements owned (a list hands out copies).
+using FlatTensors = std::vector<c10::MaybeOwned<at::Tensor>>;
+FlatTensors flatten_tensors(BoxedArgs args) {
+  FlatTensors flat;
   for (const c10::IValue& arg : args) {
     if (arg.isTensor()) {
-      flat.push_back(arg.toTensor());
+      flat.push_back(c10::MaybeOwned<at::Tensor>::borrowed(arg.toTensor()));
     } else if (arg.isTensorList()) {
-      for (const at::Tensor& tensor : arg.toTensorList()) flat.push_back(tensor);
+      for (const at::Tensor& tensor : arg.toTensorList()) {
+        flat.push_back(c10::MaybeOwned<at::Tensor>::owned(at::Tensor(tensor)));
+      }
     } else if (arg.isOptionalTensorList()) {
       for (const std::optional<at::Tensor> tensor : arg.toOptionalTensorList()) {
-        flat.push_back(tensor.value_or(at::Tensor()));
+        flat.push_back(c10::MaybeOwned<at::Tensor>::owned(tensor.value_or(at::Tensor())));
       }
     }
   }
@@ -65,7 +69,7 @@ std::vector<at::Tensor> flatten_tensors(const torch::jit::Stack& args) {
 }
 
 TensorSpec spec_of(const at::Tensor& meta, const TensorMap& originals,
-                   const std::vector<at::Tensor>& flat_args, int view_base) {
+                   const FlatTensors& flat_args, int view_base) {
   TensorSpec spec;
   if (!meta.defined()) return spec;
   spec.sizes.assign(meta.sizes().begin(), meta.sizes().end());
@@ -74,7 +78,7 @@ TensorSpec spec_of(const at::Tensor& meta, const TensorMap& originals,
   if (auto it = originals.find(meta.unsafeGetTensorImpl()); it != originals.end()) {
     spec.kind = TensorSpec::Kind::kMutatedArgument;
     for (size_t i = 0; i < flat_args.size(); ++i) {
-      if (flat_args[i].is_same(it->second)) spec.position = static_cast<int>(i);
+      if (flat_args[i]->is_same(it->second)) spec.position = static_cast<int>(i);
     }
     return spec;
   }
@@ -90,8 +94,8 @@ TensorSpec spec_of(const at::Tensor& meta, const TensorMap& originals,
 
 // What the Meta kernel's results say to build, per return.
 OutputSpecs specs_from_meta(const c10::FunctionSchema& schema, const torch::jit::Stack& meta_stack,
-                            const TensorMap& originals, const torch::jit::Stack& args) {
-  const std::vector<at::Tensor> flat_args = flatten_tensors(args);
+                            const TensorMap& originals, BoxedArgs args) {
+  const FlatTensors flat_args = flatten_tensors(args);
   OutputSpecs specs(meta_stack.size());
   for (size_t i = 0; i < meta_stack.size(); ++i) {
     const c10::Argument& ret = schema.returns()[i];
@@ -114,14 +118,14 @@ OutputSpecs specs_from_meta(const c10::FunctionSchema& schema, const torch::jit:
 }
 
 // Builds the tpu tensor a TensorSpec describes; fresh ones are also appended to `fresh`.
-at::Tensor realize(const TensorSpec& spec, const torch::jit::Stack& args,
-                   const std::vector<at::Tensor>& flat_args, c10::Device device,
+at::Tensor realize(const TensorSpec& spec, BoxedArgs args,
+                   const FlatTensors& flat_args, c10::Device device,
                    std::vector<at::Tensor>& fresh) {
   switch (spec.kind) {
     case TensorSpec::Kind::kUndefined:
       return at::Tensor();
     case TensorSpec::Kind::kMutatedArgument: {
-      const at::Tensor& original = flat_args.at(spec.position);
+      const at::Tensor& original = *flat_args.at(spec.position);
       if (original.sizes() != c10::IntArrayRef(spec.sizes) ||
           original.strides() != c10::IntArrayRef(spec.strides)) {
         original.unsafeGetTensorImpl()->set_sizes_and_strides(spec.sizes, spec.strides);
@@ -171,9 +175,9 @@ void write_back_live_view(const LiveView& live, const OpPlan& plan, c10::Device 
 }
 
 // The synchronous fallback: waits for the chip, runs the CPU kernel on views of chip memory.
-// Replaces the op's `num_args` arguments on `stack` with its results.
+// Appends the op's results to `results`.
 void run_sync_fallback(const c10::OperatorHandle& op, const OpPlan& plan, c10::Device device,
-                       const torch::jit::Stack& args, torch::jit::Stack* stack) {
+                       BoxedArgs args, torch::jit::Stack& results) {
   engine::count_fallback(plan.name);
   engine::sync_device(device.index(), "cpu_fallback");
   std::vector<LiveView> views;
@@ -196,16 +200,15 @@ void run_sync_fallback(const c10::OperatorHandle& op, const OpPlan& plan, c10::D
                    [target, result] { target.cpu_view().copy_(result); });
     return tpu;
   };
-  torch::jit::drop(*stack, args.size());
   for (c10::IValue& value : cpu_stack) {
     if (value.isTensor()) {
-      stack->push_back(on_chip(value.toTensor()));
+      results.push_back(on_chip(value.toTensor()));
     } else if (value.isTensorList()) {
       c10::List<at::Tensor> list;
       for (const at::Tensor& element : value.toTensorList()) list.push_back(on_chip(element));
-      stack->push_back(std::move(list));
+      results.push_back(std::move(list));
     } else {
-      stack->push_back(std::move(value));
+      results.push_back(std::move(value));
     }
   }
 }
@@ -229,7 +232,7 @@ bool is_in_place_only(const c10::FunctionSchema& schema) {
 // Output specs of an in-place-only op read off its schema: each return is its argument,
 // unchanged in shape (in-place ops never resize).
 std::optional<OutputSpecs> specs_from_schema(const c10::FunctionSchema& schema,
-                                             const torch::jit::Stack& args) {
+                                             BoxedArgs args) {
   OutputSpecs specs;
   for (const auto& ret : schema.returns()) {
     const int index = aliased_argument(schema, ret);
@@ -251,7 +254,7 @@ std::optional<OutputSpecs> specs_from_schema(const c10::FunctionSchema& schema,
 // is missing or needs data) get the kSyncFallback marker; in-place-only ops without a Meta
 // kernel get their specs from the schema. Bad input raises here (from the CPU kernel if the
 // Meta kernel's error was not a usable one).
-OutputSpecs infer_output_specs(const c10::OperatorHandle& op, const torch::jit::Stack& args) {
+OutputSpecs infer_output_specs(const c10::OperatorHandle& op, BoxedArgs args) {
   const c10::FunctionSchema& schema = op.schema();
   TensorMap originals;
   torch::jit::Stack meta_stack = to_meta_args(args, originals);
@@ -292,11 +295,11 @@ void use_tpu_default_generator(const OpPlan& plan, c10::Device device, torch::ji
 // writing only its one out= argument, as ATen's structured wrappers call it), which autograd
 // may keep as a recipe instead of the buffer (privateuse1/saved_recipes.h).
 void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
-                          const torch::jit::Stack& args, const std::vector<at::Tensor>& outputs,
+                          BoxedArgs args, const std::vector<at::Tensor>& outputs,
                           const std::vector<at::Tensor>& fresh) {
   if (outputs.size() != 1) return;
   if (!plan.mutates_args) {
-    if (fresh.size() == 1) note_recomputable_result(op, args, outputs.front());
+    if (fresh.size() == 1) note_recomputable_result(op, args.vec(), outputs.front());
     return;
   }
   const size_t n = args.size();
@@ -312,19 +315,22 @@ void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
 
 }  // namespace
 
-void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
-                        torch::jit::Stack* stack) {
+torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs args) {
   OpPlan& plan = plan_of(op);
   const c10::FunctionSchema& schema = op.schema();
-  const size_t num_args = schema.arguments().size();
-  torch::jit::Stack args(stack->end() - num_args, stack->end());
   const c10::Device device = common_tpu_device(schema, args, plan.accepts_cpu_tensors);
   const c10::DeviceGuard guard(device);
-  use_tpu_default_generator(plan, device, args);
+  torch::jit::Stack with_generators;  // random ops only: their arguments, generators filled in
+  if (!plan.generator_args.empty()) {
+    with_generators = args.vec();
+    use_tpu_default_generator(plan, device, with_generators);
+    args = with_generators;
+  }
+  torch::jit::Stack results;
 
   if (plan.strategy == OpStrategy::kSyncFallback) {
-    run_sync_fallback(op, plan, device, args, stack);
-    return;
+    run_sync_fallback(op, plan, device, args, results);
+    return results;
   }
 
   // Output shapes, dtypes and strides: from the cache, or from the Meta kernel (which also
@@ -342,24 +348,22 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   if (specs == nullptr) {
     specs = std::make_shared<const OutputSpecs>(infer_output_specs(op, args));
     if (needs_data(*specs)) {
-      run_sync_fallback(op, plan, device, args, stack);
+      run_sync_fallback(op, plan, device, args, results);
       // Cached only now: had the CPU kernel rejected the input, this structure may still be
       // fine with other scalar values.
       if (cacheable) store_output_specs(std::move(signature), specs);
-      return;
+      return results;
     }
     if (cacheable) store_output_specs(std::move(signature), specs);
   } else if (needs_data(*specs)) {
-    run_sync_fallback(op, plan, device, args, stack);
-    return;
+    run_sync_fallback(op, plan, device, args, results);
+    return results;
   }
 
   std::vector<at::Tensor> fresh;  // outputs allocated here (written by the queued op)
   std::vector<at::Tensor> outputs;
   c10::SmallVector<bool, 4> fresh_returns;
-  torch::jit::Stack results;
-  const auto& returns = schema.returns();
-  const std::vector<at::Tensor> flat_args = flatten_tensors(args);
+  const FlatTensors flat_args = flatten_tensors(args);
   const auto realize_return = [&](const TensorSpec& spec) {
     fresh_returns.push_back(spec.kind == TensorSpec::Kind::kFresh);
     outputs.push_back(realize(spec, args, flat_args, device, fresh));
@@ -376,10 +380,6 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
       results.push_back(c10::IValue());
     }
   }
-
-  // Queue the CPU kernel. Functional ops write through their out= overload into the fresh
-  // outputs; otherwise the kernel's fresh results are copied in (ops that update arguments in
-  // place may return fresh tensors too: batch norm's saved statistics).
   if (fused && !cacheable) {
     // The output shapes came from index data, not from the structure: key them too.
     for (const at::Tensor& output : outputs) {
@@ -387,10 +387,13 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
     }
   }
 
-  // Built once, in place: the queued op is ~0.7 KB of small vectors, and moving it through a
-  // temporary, a lambda and a std::function cost the host more than capturing it.
+  // Queue the CPU kernel. Functional ops write through their out= overload into the fresh
+  // outputs; otherwise the kernel's fresh results are copied in (ops that update arguments in
+  // place may return fresh tensors too: batch norm's saved statistics). The queued op is built
+  // once, in place: it is ~0.7 KB of small vectors, and moving it through a temporary, a
+  // lambda and a std::function cost the host more than capturing it.
   const bool use_out_variant = !plan.mutates_args && plan.out_variant.has_value() &&
-                               fresh.size() == returns.size();
+                               fresh.size() == schema.returns().size();
   auto queued = std::make_shared<QueuedOp>(use_out_variant ? *plan.out_variant : op);
   capture_args(args, queued->captured);
   queued->targets.assign(fresh.begin(), fresh.end());
@@ -409,6 +412,14 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   if (engine::current_mode() == engine::ExecutionMode::kDebug && engine::check_nans_enabled()) {
     check_finite(plan.name, outputs);
   }
+  return results;
+}
+
+void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
+                        torch::jit::Stack* stack) {
+  const size_t num_args = op.schema().arguments().size();
+  torch::jit::Stack results =
+      run_generic_kernel(op, BoxedArgs(stack->data() + stack->size() - num_args, num_args));
   torch::jit::drop(*stack, num_args);
   stack->insert(stack->end(), std::make_move_iterator(results.begin()),
                 std::make_move_iterator(results.end()));

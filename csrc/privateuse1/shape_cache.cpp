@@ -122,7 +122,7 @@ std::atomic<int64_t> g_misses{0};
 
 }  // namespace
 
-CallSignature call_signature(const OpPlan& plan, const torch::jit::Stack& args) {
+CallSignature call_signature(const OpPlan& plan, BoxedArgs args) {
   CallSignature signature;
   signature.reserve(32);
   signature.push_back(reinterpret_cast<int64_t>(&plan));

@@ -13,6 +13,7 @@
 #include <ATen/core/stack.h>
 #include <c10/util/SmallVector.h>
 
+#include "privateuse1/boxed_args.h"
 #include "privateuse1/op_plan.h"
 
 namespace torch_tpu::privateuse1 {
@@ -40,7 +41,7 @@ using OutputSpecs = std::vector<ReturnSpec>;
 
 // The structural key of a call: op identity (its plan) plus every argument's structure.
 using CallSignature = std::vector<int64_t>;
-CallSignature call_signature(const OpPlan& plan, const torch::jit::Stack& args);
+CallSignature call_signature(const OpPlan& plan, BoxedArgs args);
 
 // Thread-safe lookup/insert. A full cache is cleared (it only ever holds re-derivable data).
 // Entries are immutable and shared, so a hit costs a refcount, not a copy.
