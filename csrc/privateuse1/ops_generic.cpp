@@ -1,5 +1,6 @@
 // The generic tpu kernel: every ATen op without a dedicated tpu kernel lands here (a boxed
-// backend fallback). Output shapes come from the op's Meta kernel on the host, outputs are
+// backend fallback; registered explicitly for ops with composite kernels, and behind unboxed
+// entry points for the hottest ones: ops_prefer_cpu_kernels.cpp, ops_unboxed.cpp). Output shapes come from the op's Meta kernel on the host, outputs are
 // allocated on the chip at once, and the op is queued to run through PyTorch's CPU kernel on
 // zero-copy views of chip memory (DESIGN §2, executors/host). Ops whose outputs depend on data
 // take the counted synchronous fallback instead, which keeps aliasing and in-place semantics
@@ -291,9 +292,9 @@ void use_tpu_default_generator(const OpPlan& plan, c10::Device device, torch::ji
   }
 }
 
-// Fused mode notes the result of a functional pointwise call (add.Tensor, or its out= overload
-// writing only its one out= argument, as ATen's structured wrappers call it), which autograd
-// may keep as a recipe instead of the buffer (privateuse1/saved_recipes.h).
+// Fused mode notes the result of a functional pointwise call (add.Tensor, or an out= call that
+// writes only its one out= argument), which autograd may keep as a recipe instead of the
+// buffer (privateuse1/saved_recipes.h).
 void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
                           BoxedArgs args, const std::vector<at::Tensor>& outputs,
                           const std::vector<at::Tensor>& fresh) {
