@@ -233,9 +233,10 @@ std::shared_ptr<const engine::OpDescription> describe_op(
   auto description = std::make_shared<engine::OpDescription>();
   description->structure = std::move(structure);
   const CapturedArgs& captured = queued->captured;
-  // The argument tensors, in the order they were captured.
+  // The argument tensors, in the order they were captured. Tensor arguments are borrowed: a
+  // copy of a Python-owned tensor costs a GIL round trip (boxed_args.h).
   struct ArgTensor {
-    at::Tensor tensor;
+    c10::MaybeOwned<at::Tensor> tensor;
     bool written;
     bool read;  // false for out= arguments
   };
@@ -245,12 +246,15 @@ std::shared_ptr<const engine::OpDescription> describe_op(
     const bool read = !(a < plan.out_args.size() && plan.out_args[a]);
     const c10::IValue& arg = args[a];
     if (arg.isTensor()) {
-      captured_tensors.push_back({arg.toTensor(), written, read});
+      captured_tensors.push_back({c10::MaybeOwned<at::Tensor>::borrowed(arg.toTensor()), written, read});
     } else if (arg.isTensorList()) {
-      for (const at::Tensor& tensor : arg.toTensorList()) captured_tensors.push_back({tensor, written, read});
+      for (const at::Tensor& tensor : arg.toTensorList()) {
+        captured_tensors.push_back({c10::MaybeOwned<at::Tensor>::owned(at::Tensor(tensor)), written, read});
+      }
     } else if (arg.isOptionalTensorList()) {
       for (const std::optional<at::Tensor> tensor : arg.toOptionalTensorList()) {
-        captured_tensors.push_back({tensor.value_or(at::Tensor()), written, read});
+        captured_tensors.push_back(
+            {c10::MaybeOwned<at::Tensor>::owned(tensor.value_or(at::Tensor())), written, read});
       }
     }
   }
@@ -261,7 +265,7 @@ std::shared_ptr<const engine::OpDescription> describe_op(
         StorageRef{c10::weak_intrusive_ptr<c10::StorageImpl>(tensor.storage().getWeakStorageImpl()),
                    written});
   };
-  for (const ArgTensor& arg : captured_tensors) add_ref(arg.tensor, arg.written);
+  for (const ArgTensor& arg : captured_tensors) add_ref(*arg.tensor, arg.written);
   for (const at::Tensor& tensor : fresh) add_ref(tensor, true);
 
   // Pointwise ops with one output shape, and reductions of rows, writing through out= or in
@@ -278,8 +282,8 @@ std::shared_ptr<const engine::OpDescription> describe_op(
   auto op = std::make_shared<QueuedPointwiseOp>(plan.name.c_str(), queued, shape.vec(), reduction);
   for (size_t i = 0; i < captured_tensors.size(); ++i) {
     const ArgTensor& arg = captured_tensors[i];
-    if (is_tpu_tensor(arg.tensor)) {
-      op->add(i, captured.tensors[i].snapshot, arg.tensor, arg.written, arg.read);
+    if (is_tpu_tensor(*arg.tensor)) {
+      op->add(i, captured.tensors[i].snapshot, *arg.tensor, arg.written, arg.read);
     }
   }
   for (size_t t = 0; t < fresh.size(); ++t) {

@@ -300,7 +300,7 @@ void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
                           const std::vector<at::Tensor>& fresh) {
   if (outputs.size() != 1) return;
   if (!plan.mutates_args) {
-    if (fresh.size() == 1) note_recomputable_result(op, args.vec(), outputs.front());
+    if (fresh.size() == 1) note_recomputable_result(op, args, outputs.front());
     return;
   }
   const size_t n = args.size();
@@ -310,8 +310,7 @@ void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
   }
   const std::optional<c10::OperatorHandle> functional = functional_variant_of(op);
   if (!functional.has_value()) return;
-  note_recomputable_result(*functional, torch::jit::Stack(args.begin(), args.end() - 1),
-                        args.back().toTensor());
+  note_recomputable_result(*functional, args.slice(0, n - 1), args.back().toTensor());
 }
 
 }  // namespace

@@ -189,7 +189,7 @@ at::Tensor view_as(const at::Tensor& result, const TensorGeometry& computed,
 bool saved_recipes_enabled() { return g_enabled.load(std::memory_order_relaxed); }
 void set_saved_recipes_enabled(bool enabled) { g_enabled.store(enabled); }
 
-void note_recomputable_result(const c10::OperatorHandle& op, const torch::jit::Stack& args,
+void note_recomputable_result(const c10::OperatorHandle& op, BoxedArgs args,
                            const at::Tensor& output) {
   // Autograd saves only what it computes with grad mode on from an input that requires grad:
   // any other result (inference, the optimizer step, buffers) never gets asked for a recipe,
@@ -203,7 +203,7 @@ void note_recomputable_result(const c10::OperatorHandle& op, const torch::jit::S
     }
   }
   if (!needs_grad) return;
-  NotedResult noted{op, args, {}, WeakStorage(output.storage().getWeakStorageImpl()),
+  NotedResult noted{op, args.vec(), {}, WeakStorage(output.storage().getWeakStorageImpl()),
                     version_of(output), geometry_of(output)};
   for (size_t i = 0; i < noted.args.size(); ++i) {
     c10::IValue& arg = noted.args[i];

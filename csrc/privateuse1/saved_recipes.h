@@ -22,6 +22,8 @@
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
 
+#include "privateuse1/boxed_args.h"
+
 namespace torch_tpu::privateuse1 {
 
 // Whether recipes are being made (the Python hooks are installed, fused mode).
@@ -31,7 +33,7 @@ void set_saved_recipes_enabled(bool enabled);
 // Notes that `output` is the fresh result of the deterministic, cheap `op` on `args` (a
 // pointwise op, or a clone), so that autograd may later keep a recipe for it. Holds no strong
 // reference to any tensor.
-void note_recomputable_result(const c10::OperatorHandle& op, const torch::jit::Stack& args,
+void note_recomputable_result(const c10::OperatorHandle& op, BoxedArgs args,
                            const at::Tensor& output);
 
 // Sizes, strides and storage offset of a tensor.
