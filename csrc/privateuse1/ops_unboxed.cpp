@@ -5,6 +5,7 @@
 // boxed as borrowed IValues instead (no reference count touched), read by the generic kernel
 // where they lie, and released unread.
 #include <array>
+#include <cstdint>
 #include <optional>
 #include <type_traits>
 #include <utility>
@@ -40,26 +41,24 @@
 namespace torch_tpu::privateuse1 {
 namespace {
 
-// Boxes one argument onto `stack`; a tensor is borrowed (the caller keeps it alive for the
-// call) and marked in `borrowed` so it is released without a decrement.
-template <class Arg>
-void box(torch::jit::Stack& stack, std::vector<bool>& borrowed, Arg&& arg) {
-  if constexpr (std::is_same_v<std::decay_t<Arg>, at::Tensor>) {
-    stack.emplace_back(c10::MaybeOwnedTraits<at::Tensor>::createBorrow(arg));
-    borrowed.push_back(true);
-  } else {
-    torch::jit::push_one(stack, std::forward<Arg>(arg));
-    borrowed.push_back(false);
-  }
-}
-
-// Releases the borrowed IValues (without touching reference counts), also on an exception.
+// Arguments boxed for one call: tensors borrowed (the caller keeps them alive for the call),
+// everything else owned. Borrowed ones are released without a decrement, also on an exception.
 struct BorrowedArgs {
   torch::jit::Stack stack;
-  std::vector<bool> borrowed;
+  uint64_t borrowed = 0;  // bit i: stack[i] is a borrowed tensor (ops here have < 64 arguments)
+
+  template <class Arg>
+  void box(Arg&& arg) {
+    if constexpr (std::is_same_v<std::decay_t<Arg>, at::Tensor>) {
+      borrowed |= uint64_t{1} << stack.size();
+      stack.emplace_back(c10::MaybeOwnedTraits<at::Tensor>::createBorrow(arg));
+    } else {
+      torch::jit::push_one(stack, std::forward<Arg>(arg));
+    }
+  }
   ~BorrowedArgs() {
     for (size_t i = 0; i < stack.size(); ++i) {
-      if (borrowed[i]) c10::MaybeOwnedTraits<c10::IValue>::destroyBorrow(stack[i]);
+      if (borrowed >> i & 1) c10::MaybeOwnedTraits<c10::IValue>::destroyBorrow(stack[i]);
     }
   }
 };
@@ -73,10 +72,10 @@ struct UnboxedGenericKernel<Op, at::Tensor(Args...)> {
   static at::Tensor call(c10::DispatchKeySet, Args... args) {
     static const c10::OperatorHandle op =
         c10::Dispatcher::singleton().findSchemaOrThrow(Op::name, Op::overload_name);
+    static_assert(sizeof...(Args) < 64);
     BorrowedArgs boxed;
     boxed.stack.reserve(sizeof...(Args));
-    boxed.borrowed.reserve(sizeof...(Args));
-    (box(boxed.stack, boxed.borrowed, std::forward<Args>(args)), ...);
+    (boxed.box(std::forward<Args>(args)), ...);
     torch::jit::Stack results = run_generic_kernel(op, boxed.stack);
     return std::move(results.front()).toTensor();
   }
