@@ -5,6 +5,7 @@
 #include <thread>
 
 #include <ATen/Parallel.h>
+#include <omp.h>
 
 #include "engine/metrics.h"
 #include "engine/mode.h"
@@ -51,8 +52,27 @@ void size_executor_parallelism(bool is_stream_worker) {
   if (is_stream_worker || std::this_thread::get_id() != g_main_thread) use_threads_on_this_thread(1);
 }
 
+// After a takeover the main thread's OpenMP helpers spin for more work for milliseconds
+// (libgomp's default wait policy, fixed when the library loads). In Strict mode the host then
+// goes back to issuing ops while the worker runs them: three busy threads, and on a 2-core
+// machine the spinning helper takes the core the worker needs. So after a long takeover the
+// host frees its team. Starting the next team costs ~0.2 ms, hence the bound: short takeovers
+// (a sync-heavy loop of small ops) keep theirs. Debug and fused modes have no worker running
+// alongside the host, so nothing gains from the release there.
+constexpr auto kLongTakeover = std::chrono::milliseconds(2);
+
+void release_host_team_after_long_takeover(std::chrono::steady_clock::duration ran_for) {
+  if (ran_for < kLongTakeover ||
+      std::this_thread::get_id() != g_main_thread || current_mode() != ExecutionMode::kStrict) {
+    return;
+  }
+  // OpenMP 5.0: frees the calling thread's team; its helper threads exit.
+  omp_pause_resource_all(omp_pause_soft);
+}
+
 const bool g_executor_hook_set = [] {
   runtime::set_executor_thread_hook(&size_executor_parallelism);
+  runtime::set_host_takeover_hook(&release_host_team_after_long_takeover);
   return true;
 }();
 

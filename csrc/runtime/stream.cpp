@@ -44,6 +44,7 @@ bool spin_until(Ready ready, Clock::duration budget) {
 }
 
 std::atomic<ExecutorThreadHook> g_executor_thread_hook{nullptr};
+std::atomic<HostTakeoverHook> g_host_takeover_hook{nullptr};
 std::atomic<Planner> g_planner{nullptr};
 std::atomic<bool> g_deferral{false};
 thread_local bool t_is_stream_worker = false;
@@ -57,6 +58,7 @@ constexpr const char* kReleaseTaskName = "tpu::release_buffer";
 }  // namespace
 
 void set_executor_thread_hook(ExecutorThreadHook hook) { g_executor_thread_hook.store(hook); }
+void set_host_takeover_hook(HostTakeoverHook hook) { g_host_takeover_hook.store(hook); }
 void set_planner(Planner planner) { g_planner.store(planner); }
 void set_deferral(bool enabled) { g_deferral.store(enabled); }
 bool deferral_enabled() { return g_deferral.load(std::memory_order_relaxed); }
@@ -190,11 +192,15 @@ void Stream::synchronize(const char* reason) {
   }
   if (taking_over) {
     // The worker gives up the executor after the task it is running.
+    const auto started = std::chrono::steady_clock::now();
     while (!done()) {
       std::lock_guard<std::mutex> executor(executor_);
       while (Node* node = pop()) run(*node);
     }
     host_wants_executor_.fetch_sub(1);
+    if (const HostTakeoverHook hook = g_host_takeover_hook.load()) {
+      hook(std::chrono::steady_clock::now() - started);
+    }
   }
   release_finished_tasks();
   raise_pending_error();

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
@@ -87,6 +88,12 @@ constexpr size_t kSoftPendingTasks = 32;
 // thread's intra-op parallelism there. Set once, before any stream starts.
 using ExecutorThreadHook = void (*)(bool is_stream_worker);
 void set_executor_thread_hook(ExecutorThreadHook hook);
+
+// Called on a host thread each time it has run the queue itself in synchronize(), told how
+// long it ran tasks. The PyTorch layer decides there whether the host's thread team should
+// stop spinning for more work (engine/launch.cpp). Must not throw.
+using HostTakeoverHook = void (*)(std::chrono::steady_clock::duration ran_for);
+void set_host_takeover_hook(HostTakeoverHook hook);
 
 class Stream {
  public:

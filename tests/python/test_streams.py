@@ -201,3 +201,40 @@ def test_kernels_never_start_a_second_openmp_team():
     added = int(run_python_ok(ONE_OPENMP_TEAM_SCRIPT).strip())
     # The stream worker and the autograd engine's device thread; no OpenMP helpers.
     assert added <= 2, f"{added} threads appeared: a second OpenMP team was started"
+
+
+# After a long takeover in Strict mode the host frees its OpenMP team, so its helper does not
+# spin on the core the worker needs while the host issues the next ops (engine/launch.cpp).
+# Debug mode has no worker running alongside the host: its team stays.
+RELEASE_AFTER_TAKEOVER_SCRIPT = """
+import os, time, torch, torch_tpu
+torch.set_num_threads(2)
+
+def threads():
+    return len(os.listdir("/proc/self/task"))
+
+def long_takeover():
+    x = torch.randn(512, 512, device="tpu")
+    w = torch.randn(512, 512, device="tpu") / 512 ** 0.5
+    for _ in range(12):                    # ~10 ms each on one core: the host takes over
+        x = torch.tanh(x @ w)
+    x.sum().item()
+
+a = torch.randn(512, 512)
+for mode in ("strict", "debug"):
+    torch_tpu.set_mode(mode)
+    long_takeover()                        # starts the stream worker
+    a @ a                                  # the main thread's team, one helper thread
+    with_team = threads()
+    long_takeover()
+    deadline = time.monotonic() + 1        # a freed helper exits on its own schedule
+    while threads() >= with_team and time.monotonic() < deadline:
+        time.sleep(0.01)
+    print(mode, with_team - threads())
+"""
+
+
+def test_strict_host_frees_its_openmp_team_after_a_long_takeover():
+    from conftest import run_python_ok
+    released = dict(line.split() for line in run_python_ok(RELEASE_AFTER_TAKEOVER_SCRIPT).split("\n") if line)
+    assert released == {"strict": "1", "debug": "0"}, released
