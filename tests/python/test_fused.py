@@ -336,3 +336,28 @@ def test_row_reductions_end_a_fused_kernel_and_its_rows_feed_later_ops():
     column_sums = (x * 2).sum(0)  # reduces the rows themselves: stays a kernel of its own
     assert_tpu_close(column_sums, (x_cpu * 2).sum(0))
     assert fusion()["fused_kernels_run"] == 0
+
+
+@pytest.mark.parametrize("shape", [(37, 5), (300, 77), (1100, 257)], ids=["tiny", "one-chunk-per-thread", "cache-sized-chunks"])
+def test_clusters_of_aten_kernels_give_strict_bits_at_every_chunking(shape):
+    """Ops without a register-loop form (lerp_, addcdiv_, a row sum) run their CPU kernels on
+    chunk views. A small iteration runs one chunk per thread, a large one cache-sized chunks
+    (rows not a multiple of the chunk); either way the bits are Strict's."""
+    def optimizer_like(p, m, g):
+        m.lerp_(g, 0.1)
+        p.addcdiv_(m, g.abs() + 1e-8, value=-1e-3)
+        q = m * g
+        return p, m, q / q.sum(-1, keepdim=True)
+
+    generator = torch.Generator().manual_seed(5)
+    inputs = [torch.randn(shape, generator=generator) for _ in range(3)]
+    torch_tpu.set_mode("strict")
+    strict = [t.cpu() for t in optimizer_like(*(t.tpu() for t in inputs))]
+    torch_tpu.set_mode("fused")
+    tensors = [t.tpu() for t in inputs]
+    torch.tpu.synchronize()
+    torch_tpu.reset_metrics()
+    fused = [t.cpu() for t in optimizer_like(*tensors)]
+    for got, expected in zip(fused, strict):
+        assert torch.equal(got, expected)
+    assert fusion()["fused_kernels_run"] >= 1

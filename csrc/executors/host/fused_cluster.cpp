@@ -12,8 +12,10 @@
 namespace torch_tpu::executors::host {
 namespace {
 
-// Elements per chunk: a few operands of this size stay in a core's L2 cache.
+// Elements per chunk: a few operands of this size stay in a core's L2 cache. A small iteration
+// takes one chunk per thread, up to the larger bound (see run_cluster).
 constexpr int64_t kChunkElements = 16384;
+constexpr int64_t kMaxChunkElements = 65536;
 
 bool is_row_major(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
   int64_t expected = 1;
@@ -184,10 +186,17 @@ void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& o
     }
     return;
   }
-  // A chunk is `step` units: elements (flat) or rows of dim 0.
+  // A chunk is `step` units: elements (flat) or rows of dim 0. Each op runs its CPU kernel
+  // once per chunk, at a few µs of fixed cost per call, so an iteration small enough to split
+  // over the team in chunks of at most kMaxChunkElements runs one chunk per thread; larger
+  // ones run in cache-sized chunks.
   const int64_t units = plan.flat ? numel : shape[0];
   const int64_t row_elements = plan.flat ? 1 : std::max<int64_t>(numel / shape[0], 1);
-  const int64_t step = std::max<int64_t>(kChunkElements / row_elements, 1);
+  const int64_t threads = std::max<int64_t>(at::get_num_threads(), 1);
+  const int64_t per_thread = (numel + threads - 1) / threads;
+  const int64_t chunk_elements =
+      per_thread <= kMaxChunkElements ? std::max(per_thread, kChunkElements) : kChunkElements;
+  const int64_t step = std::max<int64_t>(chunk_elements / row_elements, 1);
   const int64_t chunks = (units + step - 1) / step;
   std::vector<int64_t> chunk_shape = plan.flat ? std::vector<int64_t>{step} : plan.shape;
   if (!plan.flat) chunk_shape[0] = step;
@@ -195,6 +204,31 @@ void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& o
   // value), and a [1] chunk is not one.
   const bool scalar = shape.empty();
   if (scalar) chunk_shape.clear();
+
+  // Chip memory is resolved once per run, not per chunk: resolving a lazy buffer's first use
+  // allocates it under a lock, which every thread's first chunk would contend for. Broadcast
+  // operands are the same view in every chunk, so they are made once too.
+  std::vector<std::vector<char*>> host_data(ops.size());
+  std::vector<std::vector<at::Tensor>> whole_views(ops.size());
+  for (size_t o = 0; o < ops.size(); ++o) {
+    const std::vector<FusedTensor>& tensors = ops[o]->tensors();
+    host_data[o].assign(tensors.size(), nullptr);
+    whole_views[o].resize(tensors.size());
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      const TensorSnapshot& snapshot = *tensors[i].snapshot;
+      switch (plan.accesses[o][i].kind) {
+        case ChunkAccess::kScratch:
+          break;
+        case ChunkAccess::kWhole:
+          whole_views[o][i] = plan.flat ? cpu_view_of(snapshot.device_data(), {}, {}, snapshot.dtype())
+                                        : snapshot.cpu_view();
+          break;
+        case ChunkAccess::kRows:
+          host_data[o][i] = static_cast<char*>(host_address(snapshot.device_data()));
+          break;
+      }
+    }
+  }
 
   at::parallel_for(0, chunks, 1, [&](int64_t first_chunk, int64_t end_chunk) {
     // Scratch per thread, reused by every chunk it runs.
@@ -209,26 +243,25 @@ void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& o
         const std::vector<FusedTensor>& tensors = ops[o]->tensors();
         const std::vector<ClusterPlan::Access>& accesses = plan.accesses[o];
         ops[o]->run([&](size_t i) -> at::Tensor {
-          const TensorSnapshot& snapshot = *tensors[i].snapshot;
           switch (accesses[i].kind) {
             case ChunkAccess::kScratch: {
               const at::Tensor& slot = scratch[static_cast<size_t>(accesses[i].scratch_slot)];
               return scalar ? slot : slot.narrow(0, 0, length);
             }
             case ChunkAccess::kWhole:
-              return plan.flat ? cpu_view_of(snapshot.device_data(), {}, {}, snapshot.dtype())
-                               : snapshot.cpu_view();
+              return whole_views[o][i];
             case ChunkAccess::kRows:
               break;
           }
-          const auto* base = static_cast<const char*>(snapshot.device_data());
+          const TensorSnapshot& snapshot = *tensors[i].snapshot;
+          char* base = host_data[o][i];
           const int64_t item = static_cast<int64_t>(c10::elementSize(snapshot.dtype()));
-          if (scalar) return cpu_view_of(base, {}, {}, snapshot.dtype());
-          if (plan.flat) return cpu_view_of(base + begin * item, {length}, {1}, snapshot.dtype());
-          std::vector<int64_t> sizes = snapshot.sizes().vec();
+          if (scalar) return cpu_view_of_host(base, {}, {}, snapshot.dtype());
+          if (plan.flat) return cpu_view_of_host(base + begin * item, {length}, {1}, snapshot.dtype());
+          c10::SmallVector<int64_t, 8> sizes(snapshot.sizes().begin(), snapshot.sizes().end());
           sizes[0] = length;
-          return cpu_view_of(base + begin * snapshot.strides()[0] * item, sizes,
-                             snapshot.strides(), snapshot.dtype());
+          return cpu_view_of_host(base + begin * snapshot.strides()[0] * item, sizes,
+                                  snapshot.strides(), snapshot.dtype());
         });
       }
     }

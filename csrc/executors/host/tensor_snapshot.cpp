@@ -18,12 +18,17 @@ void* host_address(const void* device_address) {
 
 at::Tensor cpu_view_of(const void* device_data, c10::IntArrayRef sizes, c10::IntArrayRef strides,
                        c10::ScalarType dtype) {
+  return cpu_view_of_host(host_address(device_data), sizes, strides, dtype);
+}
+
+at::Tensor cpu_view_of_host(void* host_data, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                            c10::ScalarType dtype) {
   const auto type = caffe2::TypeMeta::fromScalarType(dtype);
   const size_t nbytes = at::detail::computeStorageNbytes(sizes, strides, type.itemsize());
   // A non-owning DataPtr in a resizable storage: a CPU kernel that resizes its output gets
   // fresh host memory (see write_back_if_moved) instead of an error.
   c10::Storage storage(c10::Storage::use_byte_size_t(), nbytes,
-                       c10::DataPtr(host_address(device_data), c10::Device(c10::kCPU)),
+                       c10::DataPtr(host_data, c10::Device(c10::kCPU)),
                        c10::GetCPUAllocator(), /*resizable=*/true);
   at::Tensor view = at::detail::make_tensor<c10::TensorImpl>(
       std::move(storage), c10::DispatchKeySet(c10::DispatchKey::CPU), type);

@@ -49,6 +49,9 @@ void* host_address(const void* device_address);
 // A CPU tensor over chip memory at `device_data` with the given geometry (no copy).
 at::Tensor cpu_view_of(const void* device_data, c10::IntArrayRef sizes, c10::IntArrayRef strides,
                        c10::ScalarType dtype);
+// The same over a host address already resolved by host_address().
+at::Tensor cpu_view_of_host(void* host_data, c10::IntArrayRef sizes, c10::IntArrayRef strides,
+                            c10::ScalarType dtype);
 
 // A CPU tensor aliasing a tpu tensor's chip memory right now (no copy). Only valid while the
 // chip's queue is idle or inside a task on it.
