@@ -57,8 +57,9 @@ void size_executor_parallelism(bool is_stream_worker) {
 // goes back to issuing ops while the worker runs them: three busy threads, and on a 2-core
 // machine the spinning helper takes the core the worker needs. So after a long takeover the
 // host frees its team. Starting the next team costs ~0.2 ms, hence the bound: short takeovers
-// (a sync-heavy loop of small ops) keep theirs. Debug and fused modes have no worker running
-// alongside the host, so nothing gains from the release there.
+// (a sync-heavy loop of small ops) keep theirs. Debug mode has no worker running alongside the
+// host; in fused mode the worker runs little while the host records, and releasing there
+// measured no gain (docs/performance.md).
 constexpr auto kLongTakeover = std::chrono::milliseconds(2);
 
 void release_host_team_after_long_takeover(std::chrono::steady_clock::duration ran_for) {
