@@ -208,23 +208,25 @@ void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& o
   // Chip memory is resolved once per run, not per chunk: resolving a lazy buffer's first use
   // allocates it under a lock, which every thread's first chunk would contend for. Broadcast
   // operands are the same view in every chunk, so they are made once too.
-  std::vector<std::vector<char*>> host_data(ops.size());
-  std::vector<std::vector<at::Tensor>> whole_views(ops.size());
+  struct Resolved {
+    char* rows = nullptr;  // kRows: host address of element 0
+    at::Tensor whole;      // kWhole: the view every chunk reads
+  };
+  std::vector<std::vector<Resolved>> resolved(ops.size());
   for (size_t o = 0; o < ops.size(); ++o) {
     const std::vector<FusedTensor>& tensors = ops[o]->tensors();
-    host_data[o].assign(tensors.size(), nullptr);
-    whole_views[o].resize(tensors.size());
+    resolved[o].resize(tensors.size());
     for (size_t i = 0; i < tensors.size(); ++i) {
       const TensorSnapshot& snapshot = *tensors[i].snapshot;
       switch (plan.accesses[o][i].kind) {
         case ChunkAccess::kScratch:
           break;
         case ChunkAccess::kWhole:
-          whole_views[o][i] = plan.flat ? cpu_view_of(snapshot.device_data(), {}, {}, snapshot.dtype())
-                                        : snapshot.cpu_view();
+          resolved[o][i].whole = plan.flat ? cpu_view_of(snapshot.device_data(), {}, {}, snapshot.dtype())
+                                           : snapshot.cpu_view();
           break;
         case ChunkAccess::kRows:
-          host_data[o][i] = static_cast<char*>(host_address(snapshot.device_data()));
+          resolved[o][i].rows = static_cast<char*>(host_address(snapshot.device_data()));
           break;
       }
     }
@@ -249,12 +251,12 @@ void run_cluster(const ClusterPlan& plan, const std::vector<const FusibleOp*>& o
               return scalar ? slot : slot.narrow(0, 0, length);
             }
             case ChunkAccess::kWhole:
-              return whole_views[o][i];
+              return resolved[o][i].whole;
             case ChunkAccess::kRows:
               break;
           }
           const TensorSnapshot& snapshot = *tensors[i].snapshot;
-          char* base = host_data[o][i];
+          char* base = resolved[o][i].rows;
           const int64_t item = static_cast<int64_t>(c10::elementSize(snapshot.dtype()));
           if (scalar) return cpu_view_of_host(base, {}, {}, snapshot.dtype());
           if (plan.flat) return cpu_view_of_host(base + begin * item, {length}, {1}, snapshot.dtype());
