@@ -15,6 +15,9 @@ Also measures each workload's compute floor (benchmarks/compute_floor.py): its m
 attention kernels alone, which every mode runs unchanged, so Strict's time over the floor is
 the most fusion could gain here.
 
+Also prints what a second busy thread added on this machine at the start and the end of the run
+(benchmarks/two_core_capacity.py): every tpu mode's overlap depends on it.
+
 Interleaved repeats, medians. Writes benchmarks/results/fused_demo.json.
 """
 
@@ -30,6 +33,7 @@ import torch_tpu
 from compute_floor import heavy_calls_of, seconds_per_replay
 from torch_tpu.demo.llama import Llama, LlamaConfig
 from torch_tpu.demo.train import make_batch
+from two_core_capacity import describe, two_thread_throughput
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONTENDERS = ["cpu_eager", "inductor", "strict", "fused"]
@@ -141,6 +145,7 @@ def main():
     batches = [make_batch(data, config, args.batch, args.seq) for _ in range(16)]
     inference_inputs = make_batch(data, config, args.inference_batch, args.seq)[0]
 
+    capacity_start = two_thread_throughput()
     train_rates = {c: [] for c in CONTENDERS}
     peaks = {"strict": [], "fused": []}
     infer_rates = {c: [] for c in CONTENDERS}
@@ -155,6 +160,7 @@ def main():
     train_floor, infer_floor = compute_floors(config, batches[0], inference_inputs)
     phases = {c: issue_and_execution_ms(c, config, batches, args.steps, args.warmup)
               for c in ("strict", "fused")}
+    capacity_end = two_thread_throughput()
     train = {c: statistics.median(v) for c, v in train_rates.items()}
     infer = {c: statistics.median(v) for c, v in infer_rates.items()}
     peak = {c: max(v) for c, v in peaks.items()}
@@ -183,6 +189,7 @@ def main():
     print(f"  fused vs Strict {infer['fused'] / infer['strict']:.2f}x (target >= 1.5)")
     print(f"  compute floor (matmul + attention kernels only): {infer_floor:,.1f} sequences/s = "
           f"{infer_floor / infer['strict']:.2f}x Strict, the most any mode could reach")
+    print(describe(capacity_start, capacity_end))
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", "fused_demo.json"), "w") as f:
         json.dump({"cpus": os.cpu_count(), "training_tokens_per_second": train,
@@ -192,7 +199,8 @@ def main():
                    "inference_fused_vs_strict": infer["fused"] / infer["strict"],
                    "training_compute_floor_tokens_per_second": train_floor,
                    "inference_compute_floor_sequences_per_second": infer_floor,
-                   "training_issue_and_execution_ms": phases}, f, indent=2)
+                   "training_issue_and_execution_ms": phases,
+                   "two_thread_throughput": [capacity_start, capacity_end]}, f, indent=2)
 
 
 if __name__ == "__main__":
