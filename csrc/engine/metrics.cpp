@@ -5,6 +5,7 @@
 
 #include "executors/host/kernel_compiler.h"
 #include "executors/host/pointwise_codegen.h"
+#include "executors/host/pointwise_loop.h"
 
 namespace torch_tpu::engine {
 namespace {
@@ -18,6 +19,7 @@ FusionMetrics g_fusion;
 // they stood.
 executors::host::KernelCompileStats g_compiles_at_reset;
 int64_t g_compiled_runs_at_reset = 0;
+int64_t g_interpreted_runs_at_reset = 0;
 
 }  // namespace
 
@@ -63,6 +65,8 @@ MetricsSnapshot metrics_snapshot() {
   snapshot.fusion.kernel_compile_failures = compiles.failed - g_compiles_at_reset.failed;
   snapshot.fusion.compiled_kernel_runs =
       executors::host::compiled_kernel_runs() - g_compiled_runs_at_reset;
+  snapshot.fusion.interpreted_kernel_runs =
+      executors::host::interpreted_kernel_runs() - g_interpreted_runs_at_reset;
   return snapshot;
 }
 
@@ -74,6 +78,7 @@ void reset_metrics() {
   g_fusion = FusionMetrics{};
   g_compiles_at_reset = executors::host::kernel_compile_stats();
   g_compiled_runs_at_reset = executors::host::compiled_kernel_runs();
+  g_interpreted_runs_at_reset = executors::host::interpreted_kernel_runs();
 }
 
 }  // namespace torch_tpu::engine

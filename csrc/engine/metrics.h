@@ -25,6 +25,7 @@ struct FusionMetrics {
   int64_t kernels_loaded_from_cache = 0;  // kernels found compiled on disk
   int64_t kernel_compile_failures = 0;
   int64_t compiled_kernel_runs = 0;       // fused kernels that ran compiled code
+  int64_t interpreted_kernel_runs = 0;    // fused kernels the register-loop interpreter ran
 };
 
 struct MetricsSnapshot {

@@ -65,6 +65,7 @@ void init_metrics(py::module_& m) {
     fused["kernels_loaded_from_cache"] = fusion.kernels_loaded_from_cache;
     fused["kernel_compile_failures"] = fusion.kernel_compile_failures;
     fused["compiled_kernel_runs"] = fusion.compiled_kernel_runs;
+    fused["interpreted_kernel_runs"] = fusion.interpreted_kernel_runs;
     result["fusion"] = fused;
     return result;
   });

@@ -13,9 +13,10 @@ def metrics() -> dict:
     ``cache_misses``, ``programs_run``, ``fused_kernels_run``, ``nodes_executed``,
     ``bytes_materialized``, ``bytes_avoided``, ``buffers_never_allocated`` and
     ``bytes_never_allocated`` (buffers whose tensors died before anything needed their bytes,
-    so they never took chip memory), and for kernels compiled once hot
-    ``kernels_compiled``, ``kernels_loaded_from_cache``, ``kernel_compile_failures``,
-    ``compiled_kernel_runs``."""
+    so they never took chip memory), for kernels compiled once hot ``kernels_compiled``,
+    ``kernels_loaded_from_cache``, ``kernel_compile_failures``, ``compiled_kernel_runs``, and
+    ``interpreted_kernel_runs`` (fused kernels the register loop interpreted; the rest of
+    ``fused_kernels_run`` ran PyTorch's kernels on chunks)."""
     return _C._metrics()
 
 

@@ -102,14 +102,15 @@ inline vf vabs(vf x) { return (vf)((vu)x & 0x7fffffffu); }
 TORCH_TPU_LANES(vsqrt, std::sqrt(x))
 TORCH_TPU_LANES(vrsqrt, 1.0f / std::sqrt(x))
 TORCH_TPU_LANES(vtanh, std::tanh(x))
-// exp comes from the caller: the interpreter's own functions (executors/host/vector_math.h,
-// whose VectorMath this mirrors), so compiled and interpreted results stay the same bits.
+// exp and float32 sqrt come from the caller: the interpreter's own functions
+// (executors/host/vector_math.h, whose VectorMath this mirrors), so compiled and interpreted
+// results stay the same bits.
 typedef void (*InPlace)(float*, int64_t);
-struct VectorMath { InPlace exp; InPlace vectorized_exp; };
-inline float exp1(InPlace e, float x) { e(&x, 1); return x; }
-inline vf vexp(InPlace e, vf v) { e(reinterpret_cast<float*>(&v), kLanes); return v; }
-inline vf vsigmoid(InPlace e, vf v) { return bc(1.0f) / (bc(1.0f) + vexp(e, -v)); }
-inline vf vsilu(InPlace e, vf v) { return v / (bc(1.0f) + vexp(e, -v)); }
+struct VectorMath { InPlace exp; InPlace vectorized_exp; InPlace sqrt; };
+inline float apply1(InPlace f, float x) { f(&x, 1); return x; }
+inline vf vapply(InPlace f, vf v) { f(reinterpret_cast<float*>(&v), kLanes); return v; }
+inline vf vsigmoid(InPlace e, vf v) { return bc(1.0f) / (bc(1.0f) + vapply(e, -v)); }
+inline vf vsilu(InPlace e, vf v) { return v / (bc(1.0f) + vapply(e, -v)); }
 }  // namespace
 )";
 
@@ -150,12 +151,13 @@ std::string expression(const PointwiseInstruction& instruction) {
     case PointwiseOpcode::kRelu: return "relu(" + a + ")";
     case PointwiseOpcode::kAbs: return "std::fabs(" + a + ")";
     case PointwiseOpcode::kReciprocal: return "(1.0f / " + a + ")";
-    case PointwiseOpcode::kSqrt: return "std::sqrt(" + a + ")";
+    case PointwiseOpcode::kSqrt:
+      return instruction.dtype == c10::kFloat ? "apply1(math->sqrt, " + a + ")" : "std::sqrt(" + a + ")";
     case PointwiseOpcode::kRsqrt: return "(1.0f / std::sqrt(" + a + "))";
-    case PointwiseOpcode::kExp: return "exp1(" + exp_of(instruction) + ", " + a + ")";
+    case PointwiseOpcode::kExp: return "apply1(" + exp_of(instruction) + ", " + a + ")";
     case PointwiseOpcode::kTanh: return "std::tanh(" + a + ")";
-    case PointwiseOpcode::kSigmoid: return "(1.0f / (1.0f + exp1(math->vectorized_exp, -" + a + ")))";
-    case PointwiseOpcode::kSilu: return "(" + a + " / (1.0f + exp1(math->vectorized_exp, -" + a + ")))";
+    case PointwiseOpcode::kSigmoid: return "(1.0f / (1.0f + apply1(math->vectorized_exp, -" + a + ")))";
+    case PointwiseOpcode::kSilu: return "(" + a + " / (1.0f + apply1(math->vectorized_exp, -" + a + ")))";
   }
   return "";
 }
@@ -189,9 +191,10 @@ std::string vector_expression(const PointwiseInstruction& instruction, int t) {
     case PointwiseOpcode::kRelu: return "vrelu(" + vec(0) + ")";
     case PointwiseOpcode::kAbs: return "vabs(" + vec(0) + ")";
     case PointwiseOpcode::kReciprocal: return "(bc(1.0f) / " + vec(0) + ")";
-    case PointwiseOpcode::kSqrt: return "vsqrt(" + vec(0) + ")";
+    case PointwiseOpcode::kSqrt:
+      return instruction.dtype == c10::kFloat ? "vapply(math->sqrt, " + vec(0) + ")" : "vsqrt(" + vec(0) + ")";
     case PointwiseOpcode::kRsqrt: return "vrsqrt(" + vec(0) + ")";
-    case PointwiseOpcode::kExp: return "vexp(" + exp_of(instruction) + ", " + vec(0) + ")";
+    case PointwiseOpcode::kExp: return "vapply(" + exp_of(instruction) + ", " + vec(0) + ")";
     case PointwiseOpcode::kTanh: return "vtanh(" + vec(0) + ")";
     case PointwiseOpcode::kSigmoid: return "vsigmoid(math->vectorized_exp, " + vec(0) + ")";
     case PointwiseOpcode::kSilu: return "vsilu(math->vectorized_exp, " + vec(0) + ")";

@@ -1,6 +1,7 @@
 #include "executors/host/pointwise_loop.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <c10/util/BFloat16.h>
 #include <c10/util/Exception.h>
 #include <c10/util/Half.h>
+#include <c10/util/SmallVector.h>
 
 #include "executors/host/pointwise_codegen.h"
 #include "executors/host/pointwise_program.h"
@@ -19,6 +21,8 @@
 
 namespace torch_tpu::executors::host {
 namespace {
+
+std::atomic<int64_t> g_interpreted_runs{0};
 
 // Floats per block: a handful of blocks stay in a core's L1/L2 cache.
 constexpr int64_t kBlock = 2048;
@@ -69,6 +73,84 @@ void store(void* out, const float* in, c10::ScalarType dtype, int64_t n) {
   } else {
     auto* half = static_cast<c10::Half*>(out);
     for (int64_t i = 0; i < n; ++i) half[i] = c10::Half(in[i]);
+  }
+}
+
+void correctly_rounded_sqrt(float* values, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) values[i] = std::sqrt(values[i]);
+}
+
+// --- strided tensors -------------------------------------------------------------------------
+
+// Calls f(position, offset, length) for each run of elements [begin, begin + n) of `shape`
+// (row-major order) along its last dim: `length` elements that sit at positions
+// [position, position + length) of the block and start at element `offset` of a tensor with
+// `strides`.
+template <typename F>
+void for_each_run(c10::IntArrayRef shape, c10::IntArrayRef strides, int64_t begin, int64_t n, F f) {
+  const size_t last = shape.size() - 1;
+  c10::SmallVector<int64_t, 8> index(shape.size(), 0);
+  int64_t offset = 0;
+  for (size_t d = shape.size(); d-- > 0;) {
+    index[d] = begin % shape[d];
+    begin /= shape[d];
+    offset += index[d] * strides[d];
+  }
+  for (int64_t position = 0; position < n;) {
+    const int64_t length = std::min(shape[last] - index[last], n - position);
+    f(position, offset, length);
+    position += length;
+    index[last] += length;
+    offset += length * strides[last];
+    for (size_t d = last; d > 0 && index[d] == shape[d]; --d) {
+      offset += strides[d - 1] - shape[d] * strides[d];
+      index[d] = 0;
+      ++index[d - 1];
+    }
+  }
+}
+
+template <typename T>
+void gather_as(float* out, const T* base, c10::IntArrayRef shape, c10::IntArrayRef strides,
+               int64_t begin, int64_t n) {
+  const int64_t step = strides.back();
+  for_each_run(shape, strides, begin, n, [&](int64_t position, int64_t offset, int64_t length) {
+    const T* in = base + offset;
+    for (int64_t i = 0; i < length; ++i) out[position + i] = static_cast<float>(in[i * step]);
+  });
+}
+
+template <typename T>
+void scatter_as(T* base, const float* in, c10::IntArrayRef shape, c10::IntArrayRef strides,
+                int64_t begin, int64_t n) {
+  const int64_t step = strides.back();
+  for_each_run(shape, strides, begin, n, [&](int64_t position, int64_t offset, int64_t length) {
+    T* out = base + offset;
+    // c10's conversions round as load()/store() do (nearest even, NaN kept quiet).
+    for (int64_t i = 0; i < length; ++i) out[i * step] = static_cast<T>(in[position + i]);
+  });
+}
+
+// Elements [begin, begin + n) of a strided register into a block buffer, and back.
+void gather(float* out, const void* base, c10::ScalarType dtype, c10::IntArrayRef shape,
+            c10::IntArrayRef strides, int64_t begin, int64_t n) {
+  if (dtype == c10::kFloat) {
+    gather_as(out, static_cast<const float*>(base), shape, strides, begin, n);
+  } else if (dtype == c10::kBFloat16) {
+    gather_as(out, static_cast<const c10::BFloat16*>(base), shape, strides, begin, n);
+  } else {
+    gather_as(out, static_cast<const c10::Half*>(base), shape, strides, begin, n);
+  }
+}
+
+void scatter(void* base, const float* in, c10::ScalarType dtype, c10::IntArrayRef shape,
+             c10::IntArrayRef strides, int64_t begin, int64_t n) {
+  if (dtype == c10::kFloat) {
+    scatter_as(static_cast<float*>(base), in, shape, strides, begin, n);
+  } else if (dtype == c10::kBFloat16) {
+    scatter_as(static_cast<c10::BFloat16*>(base), in, shape, strides, begin, n);
+  } else {
+    scatter_as(static_cast<c10::Half*>(base), in, shape, strides, begin, n);
   }
 }
 
@@ -143,6 +225,21 @@ __attribute__((always_inline)) inline void exp_based(float* out, const Source& a
   for (int64_t i = 0; i < n; ++i) out[i] = finish(combine(a.values[i], e[i]));
 }
 
+// An op computed by an in-place array function (vector_math.h), then the finish.
+template <typename Finish>
+__attribute__((always_inline)) inline void applied(float* out, const Source& a, int64_t n, InPlaceFn f) {
+  const Finish finish;
+  if (a.values == nullptr) {
+    float value = a.constant;
+    f(&value, 1);
+    std::fill(out, out + n, finish(value));
+    return;
+  }
+  if (out != a.values) std::memcpy(out, a.values, static_cast<size_t>(n) * sizeof(float));
+  f(out, n);
+  for (int64_t i = 0; i < n; ++i) out[i] = finish(out[i]);
+}
+
 template <typename Finish>
 __attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, float* out,
                                                       const Source* sources, float alpha,
@@ -182,7 +279,7 @@ __attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, fl
     case PointwiseOpcode::kReciprocal:
       return unary<Finish>(out, a, n, [](float x) { return 1.0f / x; });
     case PointwiseOpcode::kSqrt:
-      return unary<Finish>(out, a, n, [](float x) { return std::sqrt(x); });
+      return applied<Finish>(out, a, n, math.sqrt);
     case PointwiseOpcode::kRsqrt:
       return unary<Finish>(out, a, n, [](float x) { return 1.0f / std::sqrt(x); });
     case PointwiseOpcode::kExp:
@@ -211,11 +308,13 @@ void execute(PointwiseOpcode opcode, float* out, const Source* sources, float al
 // Results go to per-thread scratch buffers; a float32 tensor the cluster only reads is read in
 // place (no copy into a buffer); a buffer's reads follow whichever of the two holds its value.
 void interpret(const PointwiseProgram& program) {
+  g_interpreted_runs.fetch_add(1, std::memory_order_relaxed);
   const int64_t numel = program.numel;
   const int64_t blocks = (numel + kBlock - 1) / kBlock;
   const VectorMath& math = vector_math();
-  // ATen computes bf16/f16 exp through Vectorized<float> (SLEEF), float32 exp through MKL.
-  const VectorMath reduced_math{math.vectorized_exp, math.vectorized_exp};
+  // ATen computes bf16/f16 exp through Vectorized<float> (SLEEF), float32 exp through MKL;
+  // float32 sqrt through MKL, bf16/f16 sqrt correctly rounded.
+  const VectorMath reduced_math{math.vectorized_exp, math.vectorized_exp, &correctly_rounded_sqrt};
   at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t end) {
     // Kept per thread across runs: a demo step interprets ~100 small clusters, and allocating
     // these on each run cost more than some of the clusters' arithmetic.
@@ -232,7 +331,9 @@ void interpret(const PointwiseProgram& program) {
       for (const PointwiseRegister& reg : program.registers) {
         if (!reg.loaded) continue;
         const auto* base = static_cast<const char*>(host_address(reg.device_data));
-        if (reg.dtype == c10::kFloat) {
+        if (!reg.strides.empty()) {
+          gather(values(reg.buffer), base, reg.dtype, program.shape, reg.strides, begin, n);
+        } else if (reg.dtype == c10::kFloat) {
           reads[static_cast<size_t>(reg.buffer)] = reinterpret_cast<const float*>(base) + begin;
         } else {
           load(values(reg.buffer), base + begin * c10::elementSize(reg.dtype), reg.dtype, n);
@@ -259,7 +360,12 @@ void interpret(const PointwiseProgram& program) {
       for (const PointwiseRegister& reg : program.registers) {
         if (!reg.stored) continue;
         auto* base = static_cast<char*>(host_address(reg.device_data));
-        store(base + begin * c10::elementSize(reg.dtype), reads[static_cast<size_t>(reg.buffer)], reg.dtype, n);
+        const float* result = reads[static_cast<size_t>(reg.buffer)];
+        if (!reg.strides.empty()) {
+          scatter(base, result, reg.dtype, program.shape, reg.strides, begin, n);
+        } else {
+          store(base + begin * c10::elementSize(reg.dtype), result, reg.dtype, n);
+        }
       }
     }
   });
@@ -286,6 +392,10 @@ bool pointwise_loop_supports(const ClusterPlan& plan, const std::vector<const Fu
 void run_pointwise_loop(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops) {
   const PointwiseProgram program = build_pointwise_program(plan, ops);
   if (program.numel == 0) return;
+  if (program.strided) {  // generated kernels index contiguously: always interpreted
+    interpret(program);
+    return;
+  }
   PointwiseKernelSlot& slot = *plan.pointwise_kernel;
   if (PointwiseKernelFn kernel = slot.ready(program)) {
     run_compiled(kernel, program);
@@ -296,5 +406,7 @@ void run_pointwise_loop(const ClusterPlan& plan, const std::vector<const Fusible
   slot.interpreted(program, std::chrono::duration_cast<std::chrono::nanoseconds>(
                                 std::chrono::steady_clock::now() - start).count());
 }
+
+int64_t interpreted_kernel_runs() { return g_interpreted_runs.load(std::memory_order_relaxed); }
 
 }  // namespace torch_tpu::executors::host

@@ -8,16 +8,21 @@
 // (executors/host/pointwise_codegen.h); both give the same bits.
 #pragma once
 
+#include <cstdint>
 #include <vector>
 
 #include "executors/host/fused_cluster.h"
 
 namespace torch_tpu::executors::host {
 
-// Whether the loop can run this cluster (flat plan, known ops, floating dtypes).
+// Whether the loop can run this cluster (see pointwise_program_supports).
 bool pointwise_loop_supports(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops);
 
 // Runs the cluster; requires pointwise_loop_supports().
 void run_pointwise_loop(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops);
+
+// Fused kernels the interpreter ran (for torch_tpu.metrics(); compiled runs are counted in
+// pointwise_codegen.h). Fused kernels counted by neither ran PyTorch's kernels on chunks.
+int64_t interpreted_kernel_runs();
 
 }  // namespace torch_tpu::executors::host

@@ -4,10 +4,12 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <c10/util/BFloat16.h>
 #include <c10/util/Half.h>
+#include <c10/util/accumulate.h>
 
 namespace torch_tpu::executors::host {
 namespace {
@@ -27,6 +29,64 @@ float read_scalar(const TensorSnapshot& snapshot) {
 
 bool has_alpha(PointwiseOpcode opcode) {
   return opcode == PointwiseOpcode::kAdd || opcode == PointwiseOpcode::kSub;
+}
+
+// On operands whose innermost dim is not contiguous, ATen's kernels take their scalar loop,
+// and on contiguous ones their vector loop; the register loop computes like the vector loop.
+// These ops give the same bits either way: one IEEE-rounded operation each (no fused
+// multiply-add, no choice between signed zeros), or for sqrt the same function in every
+// layout (vector_math.h). So a cluster of strided tensors may run them in the register loop
+// and still reproduce Strict exactly; exp-based ops and tanh may not.
+bool layout_independent(const PointwiseExpression& expression) {
+  switch (expression.opcode) {
+    case PointwiseOpcode::kAdd:
+    case PointwiseOpcode::kSub:
+      return expression.alpha == 1.0f;
+    case PointwiseOpcode::kMul:
+    case PointwiseOpcode::kDiv:
+    case PointwiseOpcode::kNeg:
+    case PointwiseOpcode::kAbs:
+    case PointwiseOpcode::kReciprocal:
+    case PointwiseOpcode::kSqrt:
+    case PointwiseOpcode::kRsqrt:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Whether no two in-range indices of a tensor reach the same element (sufficient test: the
+// dims of size > 1, ordered by stride, each step over all of the previous ones).
+bool no_internal_overlap(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (|stride|, size)
+  for (size_t d = 0; d < sizes.size(); ++d) {
+    if (sizes[d] > 1) dims.emplace_back(std::abs(strides[d]), sizes[d]);
+  }
+  std::sort(dims.begin(), dims.end());
+  int64_t span = 1;  // elements covered by the dims so far
+  for (const auto& [stride, size] : dims) {
+    if (stride < span) return false;
+    span = stride * size;
+  }
+  return true;
+}
+
+// `snapshot`'s element strides over the iteration `shape` (right-aligned, 0 where broadcast),
+// or empty when it is row-major over `shape`.
+std::vector<int64_t> iteration_strides(const TensorSnapshot& snapshot, c10::IntArrayRef shape) {
+  const c10::IntArrayRef sizes = snapshot.sizes();
+  const c10::IntArrayRef strides = snapshot.strides();
+  const size_t lead = shape.size() - sizes.size();
+  std::vector<int64_t> result(shape.size(), 0);
+  bool row_major = sizes.size() == shape.size();
+  int64_t expected = 1;
+  for (size_t d = shape.size(); d-- > 0;) {
+    const bool present = d >= lead && sizes[d - lead] != 1;
+    if (present) result[d] = strides[d - lead];
+    if (shape[d] != 1 && result[d] != expected) row_major = false;
+    expected *= shape[d];
+  }
+  return row_major ? std::vector<int64_t>{} : result;
 }
 
 // Assigns block buffers to registers: a buffer is reused once the value in it is dead, so a
@@ -100,11 +160,19 @@ bool excess_precision() {
 }
 
 bool pointwise_program_supports(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops) {
-  if (!plan.flat) return false;
   for (const FusibleOp* op : ops) {
     if (op->expression() == nullptr) return false;
+    // Not flat: some tensor is strided or broadcast (a reduction's rows never get here: a
+    // reduction has no register form).
+    if (!plan.flat && !layout_independent(*op->expression())) return false;
     for (const FusedTensor& tensor : op->tensors()) {
       if (!floating(tensor.snapshot->dtype())) return false;
+      // Blocks run in parallel: a written tensor must not reach one element twice (ATen
+      // rejects such in-place writes; the chunked path lets it say so).
+      if (!plan.flat && tensor.written &&
+          !no_internal_overlap(tensor.snapshot->sizes(), tensor.snapshot->strides())) {
+        return false;
+      }
     }
   }
   return true;
@@ -114,9 +182,12 @@ PointwiseProgram build_pointwise_program(const ClusterPlan& plan,
                                          const std::vector<const FusibleOp*>& ops) {
   PointwiseProgram program;
   program.excess_precision = excess_precision();
+  program.shape = plan.shape;
   program.numel = 1;
   for (int64_t size : plan.shape) program.numel *= size;
-  std::map<std::pair<const void*, c10::ScalarType>, int> register_of;
+  // A register is a tensor as the loop sees it: two views with one address but other strides
+  // (a tensor and its transpose) are two registers.
+  std::map<std::tuple<const void*, c10::ScalarType, std::vector<int64_t>>, int> register_of;
   const auto add_constant = [&](float value) {
     program.constants.push_back(value);
     return static_cast<int>(program.constants.size()) - 1;
@@ -126,14 +197,19 @@ PointwiseProgram build_pointwise_program(const ClusterPlan& plan,
     const std::vector<FusedTensor>& tensors = ops[o]->tensors();
     const auto reg = [&](int tensor, bool written) {
       const TensorSnapshot& snapshot = *tensors[static_cast<size_t>(tensor)].snapshot;
-      const auto key = std::make_pair(snapshot.device_data(), snapshot.dtype());
-      auto [found, added] = register_of.emplace(key, static_cast<int>(program.registers.size()));
+      std::vector<int64_t> strides = plan.flat ? std::vector<int64_t>{}
+                                               : iteration_strides(snapshot, plan.shape);
+      auto key = std::make_tuple(snapshot.device_data(), snapshot.dtype(), strides);
+      auto [found, added] =
+          register_of.emplace(std::move(key), static_cast<int>(program.registers.size()));
       if (added) {
         PointwiseRegister fresh;
         fresh.device_data = snapshot.device_data();
         fresh.dtype = snapshot.dtype();
         fresh.loaded = !written;
-        program.registers.push_back(fresh);
+        program.strided = program.strided || !strides.empty();
+        fresh.strides = std::move(strides);
+        program.registers.push_back(std::move(fresh));
       }
       PointwiseRegister& r = program.registers[static_cast<size_t>(found->second)];
       if (written && plan.accesses[o][static_cast<size_t>(tensor)].kind != ChunkAccess::kScratch) {
@@ -151,10 +227,12 @@ PointwiseProgram build_pointwise_program(const ClusterPlan& plan,
         continue;
       }
       const ClusterPlan::Access& access = plan.accesses[o][static_cast<size_t>(operand.tensor)];
-      if (access.kind == ChunkAccess::kWhole) {  // a single value, broadcast
+      const TensorSnapshot& snapshot = *tensors[static_cast<size_t>(operand.tensor)].snapshot;
+      // A single value broadcast is a constant; a larger broadcast (only in strided plans) is
+      // a register with stride 0 along the dims it is broadcast over.
+      if (access.kind == ChunkAccess::kWhole && c10::multiply_integers(snapshot.sizes()) == 1) {
         instruction.operands.push_back(-1);
-        instruction.constant_slots.push_back(
-            add_constant(read_scalar(*tensors[static_cast<size_t>(operand.tensor)].snapshot)));
+        instruction.constant_slots.push_back(add_constant(read_scalar(snapshot)));
         continue;
       }
       instruction.operands.push_back(reg(operand.tensor, false));
@@ -171,7 +249,7 @@ PointwiseProgram build_pointwise_program(const ClusterPlan& plan,
 }
 
 std::vector<int32_t> PointwiseProgram::structure() const {
-  std::vector<int32_t> words{excess_precision ? 1 : 0, buffers,
+  std::vector<int32_t> words{excess_precision ? 1 : 0, strided ? 1 : 0, buffers,
                              static_cast<int32_t>(registers.size())};
   for (const PointwiseRegister& r : registers) {
     words.insert(words.end(), {static_cast<int32_t>(r.dtype), r.loaded ? 1 : 0, r.stored ? 1 : 0,

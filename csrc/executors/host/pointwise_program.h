@@ -16,6 +16,9 @@ namespace torch_tpu::executors::host {
 struct PointwiseRegister {
   const void* device_data = nullptr;
   c10::ScalarType dtype = c10::kFloat;
+  // Element strides over the program's iteration shape (0 where broadcast); empty when the
+  // tensor is laid out row-major over it, so a block is one contiguous range.
+  std::vector<int64_t> strides;
   bool loaded = false;  // read before the cluster writes it: loaded per block
   bool stored = false;  // written and materialized: stored per block
   int buffer = -1;      // the float buffer holding it inside a block
@@ -37,7 +40,11 @@ struct PointwiseProgram {
   std::vector<PointwiseInstruction> instructions;
   std::vector<float> constants;  // this run's values
   int buffers = 0;               // block buffers needed (reused once a value is dead)
+  std::vector<int64_t> shape;    // the iteration shape; blocks follow its row-major order
   int64_t numel = 0;
+  // Some register has strides: the interpreter gathers and scatters it per block. Such
+  // programs are never compiled (generated kernels index every tensor contiguously).
+  bool strided = false;
   bool excess_precision = false;  // float32 intermediates instead of rounding each result
 
   // Everything the generated code depends on (no addresses, no constant values).
@@ -50,7 +57,8 @@ struct PointwiseProgram {
 // eager stores it, so fused mode reproduces Strict bit for bit.
 bool excess_precision();
 
-// Whether the register form covers this cluster (flat plan, known ops, floating dtypes).
+// Whether the register form covers this cluster: known ops, floating dtypes, and either a flat
+// plan or, for layout-independent ops only, one of strided and broadcast tensors (see the .cpp).
 bool pointwise_program_supports(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops);
 
 // Requires pointwise_program_supports().

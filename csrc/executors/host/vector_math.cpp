@@ -14,6 +14,7 @@ extern "C" __m256 Sleef_expf8_u10(__m256) __attribute__((weak));
 // MKL's vector math, LP64 (MKL_INT is int), with the mode ATen passes (ATen/cpu/vml.h):
 // VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE, values from MKL's mkl_vml_defines.h.
 extern "C" void vmsExp(int n, const float* in, float* out, long long mode) __attribute__((weak));
+extern "C" void vmsSqrt(int n, const float* in, float* out, long long mode) __attribute__((weak));
 constexpr long long kAtenVmlMode = 0x00000002 | 0x00140000 | 0x00000100;
 
 namespace torch_tpu::executors::host {
@@ -51,16 +52,24 @@ __attribute__((target("avx2"))) void exp_avx2(float* values, int64_t n) {
 }
 #endif
 
-void exp_mkl(float* values, int64_t n) {
+void sqrt_scalar(float* values, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) values[i] = std::sqrt(values[i]);
+}
+
+// Runs MKL's vector function `vml` over n values in place, with ATen's mode (ATen/cpu/vml.h).
+void mkl_in_place(void (*vml)(int, const float*, float*, long long), float* values, int64_t n) {
   constexpr int64_t kMaxCall = int64_t{1} << 30;  // MKL_INT is a 32-bit int
   for (int64_t i = 0; i < n; i += kMaxCall) {
     const int count = static_cast<int>(n - i < kMaxCall ? n - i : kMaxCall);
-    vmsExp(count, values + i, values + i, kAtenVmlMode);
+    vml(count, values + i, values + i, kAtenVmlMode);
   }
 }
 
+void exp_mkl(float* values, int64_t n) { mkl_in_place(vmsExp, values, n); }
+void sqrt_mkl(float* values, int64_t n) { mkl_in_place(vmsSqrt, values, n); }
+
 VectorMath pick() {
-  VectorMath math{&exp_scalar, &exp_scalar};
+  VectorMath math{&exp_scalar, &exp_scalar, &sqrt_scalar};
 #if defined(__x86_64__)
   if (Sleef_expf16_u10 != nullptr && __builtin_cpu_supports("avx512f")) {
     math.vectorized_exp = &exp_avx512;
@@ -69,6 +78,7 @@ VectorMath pick() {
   }
 #endif
   if (vmsExp != nullptr) math.exp = &exp_mkl;
+  if (vmsSqrt != nullptr) math.sqrt = &sqrt_mkl;
   return math;
 }
 

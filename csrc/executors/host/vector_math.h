@@ -20,10 +20,15 @@ struct VectorMath {
   // The exp inside ATen's vectorized kernels (sigmoid, silu): SLEEF's 1-ulp exp,
   // Vectorized<float>::exp(), 16 lanes at a time with AVX-512, else 8.
   InPlaceFn vectorized_exp;
+  // ATen's float32 sqrt op: MKL's high-accuracy vector sqrt where torch has MKL (ATen's
+  // vml::vsqrt, which it calls for every layout, copying strided operands through a buffer).
+  // It differs from the correctly rounded std::sqrt in the last bit for a few % of inputs.
+  // (bfloat16/float16 sqrt is Vectorized<float>::sqrt, correctly rounded.)
+  InPlaceFn sqrt;
 };
 
 // The implementations this CPU and torch build get, chosen once. Each falls back to std::exp
-// where torch lacks the library.
+// (std::sqrt) where torch lacks the library.
 const VectorMath& vector_math();
 
 }  // namespace torch_tpu::executors::host
