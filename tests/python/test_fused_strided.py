@@ -90,7 +90,7 @@ def test_a_strided_cluster_with_exp_keeps_pytorchs_kernels():
 @pytest.mark.parametrize("layout", ["contiguous", "transposed", "every_other"])
 def test_float32_sqrt_gives_strict_bits_in_every_layout(layout):
     """ATen's float32 sqrt is MKL's vector sqrt in every layout, which differs from the
-    correctly rounded one in the last bit for a few % of inputs: the register loop calls the
+    correctly rounded one in the last bit for ~18% of inputs: the register loop calls the
     same function."""
     view = {"contiguous": lambda t: t, "transposed": lambda t: t.t(),
             "every_other": lambda t: t[:, ::2]}[layout]

@@ -101,12 +101,11 @@ inline vf vabs(vf x) { return (vf)((vu)x & 0x7fffffffu); }
   inline vf name(vf v) { vf r; for (int l = 0; l < kLanes; ++l) { const float x = v[l]; r[l] = expr; } return r; }
 TORCH_TPU_LANES(vsqrt, std::sqrt(x))
 TORCH_TPU_LANES(vrsqrt, 1.0f / std::sqrt(x))
-TORCH_TPU_LANES(vtanh, std::tanh(x))
-// exp and float32 sqrt come from the caller: the interpreter's own functions
+// exp, float32 sqrt and tanh come from the caller: the interpreter's own functions
 // (executors/host/vector_math.h, whose VectorMath this mirrors), so compiled and interpreted
 // results stay the same bits.
 typedef void (*InPlace)(float*, int64_t);
-struct VectorMath { InPlace exp; InPlace vectorized_exp; InPlace sqrt; };
+struct VectorMath { InPlace exp; InPlace vectorized_exp; InPlace sqrt; InPlace vectorized_tanh; };
 inline float apply1(InPlace f, float x) { f(&x, 1); return x; }
 inline vf vapply(InPlace f, vf v) { f(reinterpret_cast<float*>(&v), kLanes); return v; }
 inline vf vsigmoid(InPlace e, vf v) { return bc(1.0f) / (bc(1.0f) + vapply(e, -v)); }
@@ -155,7 +154,7 @@ std::string expression(const PointwiseInstruction& instruction) {
       return instruction.dtype == c10::kFloat ? "apply1(math->sqrt, " + a + ")" : "std::sqrt(" + a + ")";
     case PointwiseOpcode::kRsqrt: return "(1.0f / std::sqrt(" + a + "))";
     case PointwiseOpcode::kExp: return "apply1(" + exp_of(instruction) + ", " + a + ")";
-    case PointwiseOpcode::kTanh: return "std::tanh(" + a + ")";
+    case PointwiseOpcode::kTanh: return "apply1(math->vectorized_tanh, " + a + ")";
     case PointwiseOpcode::kSigmoid: return "(1.0f / (1.0f + apply1(math->vectorized_exp, -" + a + ")))";
     case PointwiseOpcode::kSilu: return "(" + a + " / (1.0f + apply1(math->vectorized_exp, -" + a + ")))";
   }
@@ -195,7 +194,7 @@ std::string vector_expression(const PointwiseInstruction& instruction, int t) {
       return instruction.dtype == c10::kFloat ? "vapply(math->sqrt, " + vec(0) + ")" : "vsqrt(" + vec(0) + ")";
     case PointwiseOpcode::kRsqrt: return "vrsqrt(" + vec(0) + ")";
     case PointwiseOpcode::kExp: return "vapply(" + exp_of(instruction) + ", " + vec(0) + ")";
-    case PointwiseOpcode::kTanh: return "vtanh(" + vec(0) + ")";
+    case PointwiseOpcode::kTanh: return "vapply(math->vectorized_tanh, " + vec(0) + ")";
     case PointwiseOpcode::kSigmoid: return "vsigmoid(math->vectorized_exp, " + vec(0) + ")";
     case PointwiseOpcode::kSilu: return "vsilu(math->vectorized_exp, " + vec(0) + ")";
   }

@@ -285,7 +285,7 @@ __attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, fl
     case PointwiseOpcode::kExp:
       return exp_based<Finish>(out, a, n, 1.0f, math.exp, [](float, float e) { return e; });
     case PointwiseOpcode::kTanh:
-      return unary<Finish>(out, a, n, [](float x) { return std::tanh(x); });
+      return applied<Finish>(out, a, n, math.vectorized_tanh);
     case PointwiseOpcode::kSigmoid:
       return exp_based<Finish>(out, a, n, -1.0f, math.vectorized_exp, [](float, float e) { return 1.0f / (1.0f + e); });
     case PointwiseOpcode::kSilu:
@@ -313,8 +313,9 @@ void interpret(const PointwiseProgram& program) {
   const int64_t blocks = (numel + kBlock - 1) / kBlock;
   const VectorMath& math = vector_math();
   // ATen computes bf16/f16 exp through Vectorized<float> (SLEEF), float32 exp through MKL;
-  // float32 sqrt through MKL, bf16/f16 sqrt correctly rounded.
-  const VectorMath reduced_math{math.vectorized_exp, math.vectorized_exp, &correctly_rounded_sqrt};
+  // float32 sqrt through MKL, bf16/f16 sqrt correctly rounded; tanh through SLEEF in all.
+  const VectorMath reduced_math{math.vectorized_exp, math.vectorized_exp, &correctly_rounded_sqrt,
+                                math.vectorized_tanh};
   at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t end) {
     // Kept per thread across runs: a demo step interprets ~100 small clusters, and allocating
     // these on each run cost more than some of the clusters' arithmetic.

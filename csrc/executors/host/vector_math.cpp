@@ -7,9 +7,11 @@
 #include <immintrin.h>
 
 // In libtorch_cpu (SLEEF and MKL, which ATen calls). Weak: a torch build without them leaves
-// these null, and exp falls back to std::exp.
+// these null, and the functions fall back to the C library's.
 extern "C" __m512 Sleef_expf16_u10(__m512) __attribute__((weak));
 extern "C" __m256 Sleef_expf8_u10(__m256) __attribute__((weak));
+extern "C" __m512 Sleef_tanhf16_u10(__m512) __attribute__((weak));
+extern "C" __m256 Sleef_tanhf8_u10(__m256) __attribute__((weak));
 #endif
 // MKL's vector math, LP64 (MKL_INT is int), with the mode ATen passes (ATen/cpu/vml.h):
 // VML_HA | VML_FTZDAZ_OFF | VML_ERRMODE_IGNORE, values from MKL's mkl_vml_defines.h.
@@ -24,31 +26,44 @@ void exp_scalar(float* values, int64_t n) {
   for (int64_t i = 0; i < n; ++i) values[i] = std::exp(values[i]);
 }
 
+void tanh_scalar(float* values, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) values[i] = std::tanh(values[i]);
+}
+
 #if defined(__x86_64__)
-__attribute__((target("avx512f"))) void exp_avx512(float* values, int64_t n) {
+// Applies a SLEEF vector function over n floats in place, a tail padded to a whole vector.
+// One template per instruction set: the target attribute must be on the function that holds
+// the intrinsics (GCC gives a lambda no target of its own).
+template <__m512 (*f)(__m512)>
+__attribute__((target("avx512f"))) void map_avx512(float* values, int64_t n) {
   int64_t i = 0;
-  for (; i + 16 <= n; i += 16) {
-    _mm512_storeu_ps(values + i, Sleef_expf16_u10(_mm512_loadu_ps(values + i)));
-  }
+  for (; i + 16 <= n; i += 16) _mm512_storeu_ps(values + i, f(_mm512_loadu_ps(values + i)));
   if (i < n) {
     alignas(64) float tail[16] = {};
     std::memcpy(tail, values + i, static_cast<size_t>(n - i) * sizeof(float));
-    _mm512_store_ps(tail, Sleef_expf16_u10(_mm512_load_ps(tail)));
+    _mm512_store_ps(tail, f(_mm512_load_ps(tail)));
     std::memcpy(values + i, tail, static_cast<size_t>(n - i) * sizeof(float));
   }
 }
 
-__attribute__((target("avx2"))) void exp_avx2(float* values, int64_t n) {
+template <__m256 (*f)(__m256)>
+__attribute__((target("avx2"))) void map_avx2(float* values, int64_t n) {
   int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(values + i, Sleef_expf8_u10(_mm256_loadu_ps(values + i)));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(values + i, f(_mm256_loadu_ps(values + i)));
   if (i < n) {
     alignas(32) float tail[8] = {};
     std::memcpy(tail, values + i, static_cast<size_t>(n - i) * sizeof(float));
-    _mm256_store_ps(tail, Sleef_expf8_u10(_mm256_load_ps(tail)));
+    _mm256_store_ps(tail, f(_mm256_load_ps(tail)));
     std::memcpy(values + i, tail, static_cast<size_t>(n - i) * sizeof(float));
   }
+}
+
+// The SLEEF function ATen's Vectorized<float> uses for this CPU (AVX-512 where it has it, else
+// AVX2), or null where torch lacks it.
+InPlaceFn sleef_for_this_cpu(bool have512, InPlaceFn avx512, bool have256, InPlaceFn avx2) {
+  if (have512 && __builtin_cpu_supports("avx512f")) return avx512;
+  if (have256 && __builtin_cpu_supports("avx2")) return avx2;
+  return nullptr;
 }
 #endif
 
@@ -69,12 +84,15 @@ void exp_mkl(float* values, int64_t n) { mkl_in_place(vmsExp, values, n); }
 void sqrt_mkl(float* values, int64_t n) { mkl_in_place(vmsSqrt, values, n); }
 
 VectorMath pick() {
-  VectorMath math{&exp_scalar, &exp_scalar, &sqrt_scalar};
+  VectorMath math{&exp_scalar, &exp_scalar, &sqrt_scalar, &tanh_scalar};
 #if defined(__x86_64__)
-  if (Sleef_expf16_u10 != nullptr && __builtin_cpu_supports("avx512f")) {
-    math.vectorized_exp = &exp_avx512;
-  } else if (Sleef_expf8_u10 != nullptr && __builtin_cpu_supports("avx2")) {
-    math.vectorized_exp = &exp_avx2;
+  if (InPlaceFn exp = sleef_for_this_cpu(Sleef_expf16_u10 != nullptr, &map_avx512<Sleef_expf16_u10>,
+                                         Sleef_expf8_u10 != nullptr, &map_avx2<Sleef_expf8_u10>)) {
+    math.vectorized_exp = exp;
+  }
+  if (InPlaceFn tanh = sleef_for_this_cpu(Sleef_tanhf16_u10 != nullptr, &map_avx512<Sleef_tanhf16_u10>,
+                                          Sleef_tanhf8_u10 != nullptr, &map_avx2<Sleef_tanhf8_u10>)) {
+    math.vectorized_tanh = tanh;
   }
 #endif
   if (vmsExp != nullptr) math.exp = &exp_mkl;
