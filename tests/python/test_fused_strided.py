@@ -35,7 +35,7 @@ def rotary_halves(qkv, cos, sin):
 
 
 def transposed_chain(x, y):
-    return ((x.t() * 2.0 + y) / (y.abs() + 1.0)).neg().abs().sqrt().rsqrt(),
+    return ((x.t() * 2.0 + y) / (y.abs() + 1.0)).neg().abs().sqrt().rsqrt().exp(),
 
 
 def expanded_input(row, y):

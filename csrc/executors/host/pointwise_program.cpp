@@ -34,9 +34,11 @@ bool has_alpha(PointwiseOpcode opcode) {
 // On operands whose innermost dim is not contiguous, ATen's kernels take their scalar loop,
 // and on contiguous ones their vector loop; the register loop computes like the vector loop.
 // These ops give the same bits either way: one IEEE-rounded operation each (no fused
-// multiply-add, no choice between signed zeros), or for sqrt the same function in every
-// layout (vector_math.h). So a cluster of strided tensors may run them in the register loop
-// and still reproduce Strict exactly; exp-based ops and tanh may not.
+// multiply-add, no choice between signed zeros), or for sqrt and exp the same vector function
+// in every layout (ATen copies strided operands through a buffer for them; vector_math.h).
+// So a cluster of strided tensors may run them in the register loop and still reproduce
+// Strict exactly. Sigmoid, silu and tanh may not: ATen's scalar loop computes them with
+// std::exp / std::tanh.
 bool layout_independent(const PointwiseExpression& expression) {
   switch (expression.opcode) {
     case PointwiseOpcode::kAdd:
@@ -49,6 +51,7 @@ bool layout_independent(const PointwiseExpression& expression) {
     case PointwiseOpcode::kReciprocal:
     case PointwiseOpcode::kSqrt:
     case PointwiseOpcode::kRsqrt:
+    case PointwiseOpcode::kExp:
       return true;
     default:
       return false;
