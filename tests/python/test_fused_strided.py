@@ -1,8 +1,8 @@
 """Fused clusters over strided and broadcast tensors (transposed views, every other element,
 expanded inputs, a [seq, dim] table broadcast over batch and heads): the register loop gathers
 and scatters them block by block instead of running PyTorch's kernels on chunks, for the ops
-whose result does not depend on which of ATen's loops computes it. Every result is compared
-with Strict's bit for bit."""
+whose result does not depend on which of ATen's loops computes it. Results are compared with
+Strict's bit for bit (a cluster left on the chunked path: within ATen's own last-bit caveat)."""
 
 import pytest
 import torch
