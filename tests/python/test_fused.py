@@ -376,3 +376,14 @@ def test_fused_float32_tanh_is_atens_vector_tanh():
     differing = (fused != strict).sum().item()
     assert differing < x_cpu.numel() // 100
     torch.testing.assert_close(fused, strict, rtol=2.5e-7, atol=0)  # the tails: within an ulp
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16])
+def test_fused_relu_keeps_a_negative_zero_as_aten_does(dtype):
+    """ATen's relu is clamp_min(x, 0): -0.0 stays -0.0 (the loop used to give +0.0)."""
+    values = torch.tensor([-0.0, 0.0, -1.5, 2.5, -3.0e-38, 1.0e-3] * 50).to(dtype)
+    torch_tpu.set_mode("strict")
+    strict = (torch.relu(values.tpu()) * 2.0).cpu()
+    torch_tpu.set_mode("fused")
+    fused = (torch.relu(values.tpu()) * 2.0).cpu()
+    assert torch.equal(fused, strict) and torch.equal(fused.signbit(), strict.signbit())

@@ -55,7 +55,7 @@ inline float min_of(float x, float y) { return (y < x) ? y : x; }
 inline float maximum(float x, float y) { return (x != x || y != y) ? __builtin_nanf("") : max_of(x, y); }
 inline float minimum(float x, float y) { return (x != x || y != y) ? __builtin_nanf("") : min_of(x, y); }
 inline float clamp(float x, float lo, float hi) { return x != x ? x : min_of(max_of(x, lo), hi); }
-inline float relu(float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); }
+inline float relu(float x) { return x < 0.0f ? 0.0f : x; }
 
 // The same on a vector of kLanes (GCC vector extensions: every lane does exactly the scalar
 // operation; math functions without vector forms go lane by lane). A vector is one register:
@@ -95,7 +95,7 @@ inline vu vnan(vf x) { return (vu)(x != x); }
 inline vf vmaximum(vf x, vf y) { return select(vnan(x) | vnan(y), bc(__builtin_nanf("")), vmax_of(x, y)); }
 inline vf vminimum(vf x, vf y) { return select(vnan(x) | vnan(y), bc(__builtin_nanf("")), vmin_of(x, y)); }
 inline vf vclamp(vf x, vf lo, vf hi) { return select(vnan(x), x, vmin_of(vmax_of(x, lo), hi)); }
-inline vf vrelu(vf x) { return select(vnan(x), x, select((vu)(x > 0.0f), x, bc(0.0f))); }
+inline vf vrelu(vf x) { return select((vu)(x < 0.0f), bc(0.0f), x); }
 inline vf vabs(vf x) { return (vf)((vu)x & 0x7fffffffu); }
 #define TORCH_TPU_LANES(name, expr) \
   inline vf name(vf v) { vf r; for (int l = 0; l < kLanes; ++l) { const float x = v[l]; r[l] = expr; } return r; }

@@ -273,7 +273,8 @@ __attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, fl
     case PointwiseOpcode::kNeg:
       return unary<Finish>(out, a, n, [](float x) { return -x; });
     case PointwiseOpcode::kRelu:
-      return unary<Finish>(out, a, n, [](float x) { return x != x ? x : (x > 0.0f ? x : 0.0f); });
+      // ATen's relu is clamp_min(x, 0): NaN and -0.0 pass through, negatives become +0.0.
+      return unary<Finish>(out, a, n, [](float x) { return x < 0.0f ? 0.0f : x; });
     case PointwiseOpcode::kAbs:
       return unary<Finish>(out, a, n, [](float x) { return std::fabs(x); });
     case PointwiseOpcode::kReciprocal:
