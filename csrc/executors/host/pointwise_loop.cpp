@@ -76,10 +76,6 @@ void store(void* out, const float* in, c10::ScalarType dtype, int64_t n) {
   }
 }
 
-void correctly_rounded_sqrt(float* values, int64_t n) {
-  for (int64_t i = 0; i < n; ++i) values[i] = std::sqrt(values[i]);
-}
-
 // --- strided tensors -------------------------------------------------------------------------
 
 // Calls f(position, offset, length) for each run of elements [begin, begin + n) of `shape`
@@ -284,7 +280,7 @@ __attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, fl
     case PointwiseOpcode::kRsqrt:
       return unary<Finish>(out, a, n, [](float x) { return 1.0f / std::sqrt(x); });
     case PointwiseOpcode::kExp:
-      return exp_based<Finish>(out, a, n, 1.0f, math.exp, [](float, float e) { return e; });
+      return applied<Finish>(out, a, n, math.exp);
     case PointwiseOpcode::kTanh:
       return applied<Finish>(out, a, n, math.vectorized_tanh);
     case PointwiseOpcode::kSigmoid:
@@ -313,10 +309,7 @@ void interpret(const PointwiseProgram& program) {
   const int64_t numel = program.numel;
   const int64_t blocks = (numel + kBlock - 1) / kBlock;
   const VectorMath& math = vector_math();
-  // ATen computes bf16/f16 exp through Vectorized<float> (SLEEF), float32 exp through MKL;
-  // float32 sqrt through MKL, bf16/f16 sqrt correctly rounded; tanh through SLEEF in all.
-  const VectorMath reduced_math{math.vectorized_exp, math.vectorized_exp, &correctly_rounded_sqrt,
-                                math.vectorized_tanh};
+  const VectorMath& reduced_math = reduced_precision_vector_math();
   at::parallel_for(0, blocks, 1, [&](int64_t first, int64_t end) {
     // Kept per thread across runs: a demo step interprets ~100 small clusters, and allocating
     // these on each run cost more than some of the clusters' arithmetic.

@@ -107,4 +107,12 @@ const VectorMath& vector_math() {
   return chosen;
 }
 
+const VectorMath& reduced_precision_vector_math() {
+  static const VectorMath chosen = [] {
+    const VectorMath& math = vector_math();
+    return VectorMath{math.vectorized_exp, math.vectorized_exp, &sqrt_scalar, math.vectorized_tanh};
+  }();
+  return chosen;
+}
+
 }  // namespace torch_tpu::executors::host

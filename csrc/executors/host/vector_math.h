@@ -35,4 +35,8 @@ struct VectorMath {
 // (std::sqrt) where torch lacks the library.
 const VectorMath& vector_math();
 
+// The same for ops whose result is bfloat16 or float16, as ATen computes them: exp through
+// Vectorized<float> (SLEEF) rather than MKL, sqrt correctly rounded.
+const VectorMath& reduced_precision_vector_math();
+
 }  // namespace torch_tpu::executors::host
