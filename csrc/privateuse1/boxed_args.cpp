@@ -97,6 +97,22 @@ c10::Device common_tpu_device(const c10::FunctionSchema& schema, BoxedArgs args,
   return *device;
 }
 
+bool all_on_one_tpu_device(BoxedArgs args) {
+  std::optional<c10::Device> device;
+  bool one_device = true;
+  for (const c10::IValue& arg : args) {
+    for_each_tensor(arg, [&](const at::Tensor& tensor) {
+      if (arg.isTensor() && tensor.device().is_cpu() && tensor.dim() == 0) return;
+      if (!is_tpu(tensor) || (device.has_value() && *device != tensor.device())) {
+        one_device = false;
+      } else {
+        device = tensor.device();
+      }
+    });
+  }
+  return one_device && device.has_value();
+}
+
 bool has_cpu_data_tensor(BoxedArgs args) {
   bool found = false;
   for (const c10::IValue& arg : args) {

@@ -27,6 +27,10 @@ using BoxedArgs = c10::ArrayRef<c10::IValue>;
 c10::Device common_tpu_device(const c10::FunctionSchema& schema, BoxedArgs args,
                               bool accepts_cpu_tensors);
 
+// True if every tensor among `args` lies on one tpu device, but for 0-dim CPU tensors passed
+// as tensors (scalars, which are only read): list elements must all be on that device.
+bool all_on_one_tpu_device(BoxedArgs args);
+
 // True if a CPU tensor other than a 0-dim scalar is among `args` (an index tensor of an
 // indexing op): Meta kernels read its data, and a boolean mask's count shapes the result.
 bool has_cpu_data_tensor(BoxedArgs args);

@@ -23,4 +23,10 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
 // nullopt for other ops, which take the boxed kernel.
 std::optional<torch::CppFunction> unboxed_generic_kernel(const c10::OperatorName& name);
 
+// Multi-tensor (`_foreach_*`) ops (ops_foreach.cpp): lists on one chip run as one generic
+// kernel call, mixed-device lists as the composite per-tensor loop.
+bool is_multi_tensor_op(const c10::OperatorName& name);
+void multi_tensor_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet keys,
+                             torch::jit::Stack* stack);
+
 }  // namespace torch_tpu::privateuse1

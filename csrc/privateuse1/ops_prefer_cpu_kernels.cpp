@@ -11,6 +11,8 @@
 //   generic kernel, output shapes come from the shape cache after the first call and the CPU
 //   kernel still runs through out=: `a + b` on 8x8 went from 2.6 to 1.65 us of host time.
 //   The hottest of them are registered through unboxed entry points (ops_unboxed.cpp).
+// - Multi-tensor (`_foreach_*`) ops have only a composite kernel, on CPU too; they get the
+//   multi-tensor kernel (ops_foreach.cpp), one queued op per list instead of one per tensor.
 #include <optional>
 #include <string>
 #include <utility>
@@ -25,7 +27,7 @@ namespace {
 
 bool prefers_cpu_kernel(const c10::OperatorHandle& op) {
   return !op.hasKernelForDispatchKey(c10::DispatchKey::PrivateUse1) &&
-         op.hasKernelForDispatchKey(c10::DispatchKey::CPU) &&
+         (op.hasKernelForDispatchKey(c10::DispatchKey::CPU) || is_multi_tensor_op(op.operator_name())) &&
          (op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutograd) ||
           op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional));
 }
@@ -43,6 +45,9 @@ const bool g_registered = [] {
     if (!name.overload_name.empty()) qualified += "." + name.overload_name;
     if (std::optional<torch::CppFunction> unboxed = unboxed_generic_kernel(name)) {
       library.impl(qualified.c_str(), std::move(*unboxed));
+    } else if (is_multi_tensor_op(name)) {
+      library.impl(qualified.c_str(),
+                   torch::CppFunction::makeFromBoxedFunction<&multi_tensor_tpu_kernel>());
     } else {
       library.impl(qualified.c_str(),
                    torch::CppFunction::makeFromBoxedFunction<&generic_tpu_kernel>());
