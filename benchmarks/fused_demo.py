@@ -18,7 +18,10 @@ the most fusion could gain here.
 Also prints what a second busy thread added on this machine at the start and the end of the run
 (benchmarks/two_core_capacity.py): every tpu mode's overlap depends on it.
 
-Interleaved repeats, medians. Writes benchmarks/results/fused_demo.json.
+All contenders live in one process and run in rounds of short blocks (benchmarks/paired_blocks.py):
+each ratio is the median over rounds of the two contenders' block times in the same round, so a
+slow spell of the machine during one contender's run cannot decide it. Rates are of the median
+block. Writes benchmarks/results/fused_demo.json.
 """
 
 import argparse
@@ -32,63 +35,74 @@ import torch
 import torch_tpu
 from compute_floor import heavy_calls_of, seconds_per_replay
 from torch_tpu.demo.llama import Llama, LlamaConfig
-from torch_tpu.demo.train import make_batch
+from torch_tpu.demo.train import TrainingStep, make_batch
+from paired_blocks import median_rate, median_speedup, time_rounds
 from two_core_capacity import describe, two_thread_throughput
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONTENDERS = ["cpu_eager", "inductor", "strict", "fused"]
 
 
-def setup(contender, config, seed=0):
-    device = "cpu" if contender in ("cpu_eager", "inductor") else "tpu"
+def use_mode(contender):
     torch_tpu.set_mode("fused" if contender == "fused" else "strict")
-    torch.manual_seed(seed)
-    model = Llama(config).to(device)
-    step_model = torch.compile(model, backend="inductor") if contender == "inductor" else model
-    return device, model, step_model
 
 
-def train_tokens_per_second(contender, config, batches, steps, warmup):
-    device, model, step_model = setup(contender, config)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    if device == "tpu":
-        torch.tpu.synchronize()
-        torch.tpu.reset_peak_memory_stats()
-    start = None
-    for step in range(steps):
-        if step == warmup:
-            start = time.perf_counter()
-        inputs, targets = (t.to(device) for t in batches[step % len(batches)])
-        _, loss = step_model(inputs, targets)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        loss.item()
-    elapsed = time.perf_counter() - start
-    tokens = (steps - warmup) * batches[0][0].numel()
-    peak = torch.tpu.max_memory_allocated() if device == "tpu" else 0
-    torch_tpu.set_mode("strict")
-    return tokens / elapsed, peak
+def device_of(contender):
+    return "cpu" if contender in ("cpu_eager", "inductor") else "tpu"
 
 
-def inference_sequences_per_second(contender, config, inputs, iterations, warmup):
-    device, _, step_model = setup(contender, config)
-    tokens = inputs.to(device)
-    with torch.no_grad():
-        for i in range(warmup + iterations):
-            if i == warmup:
-                start = time.perf_counter()
-            step_model(tokens).cpu()
-    elapsed = time.perf_counter() - start
-    torch_tpu.set_mode("strict")
-    return iterations * inputs.shape[0] / elapsed
+def training_block(contender, steps):
+    """A callable training `steps` steps of a model of its own on `contender`."""
+    use_mode(contender)
+    trainer = TrainingStep(device_of(contender))
+    if contender == "inductor":
+        trainer.model = torch.compile(trainer.model, backend="inductor")
+    counter = [0]
+
+    def run():
+        use_mode(contender)
+        for _ in range(steps):
+            trainer.step(counter[0])
+            counter[0] += 1
+        torch_tpu.set_mode("strict")
+    return run
+
+
+def inference_block(contender, config, inputs, iterations):
+    """A callable running `iterations` forwards (logits read back) on `contender`."""
+    use_mode(contender)
+    torch.manual_seed(0)
+    model = Llama(config).to(device_of(contender))
+    if contender == "inductor":
+        model = torch.compile(model, backend="inductor")
+    tokens = inputs.to(device_of(contender))
+
+    def run():
+        use_mode(contender)
+        with torch.no_grad():
+            for _ in range(iterations):
+                model(tokens).cpu()
+        torch_tpu.set_mode("strict")
+    return run
+
+
+def peak_training_memory(contender, steps):
+    """Peak device memory over `steps` training steps after warm-up, in bytes."""
+    block = training_block(contender, steps)
+    block()
+    torch.tpu.synchronize()
+    torch.tpu.reset_peak_memory_stats()
+    block()
+    return torch.tpu.max_memory_allocated()
 
 
 def issue_and_execution_ms(contender, config, batches, steps, warmup):
     """(R, E) of a training step in ms, medians: host time issuing forward, backward and the
     optimizer step (R), and time spent in a synchronize after each of them (E: the queued work,
     run by the waiting host with its thread team)."""
-    _, model, _ = setup(contender, config)
+    use_mode(contender)
+    torch.manual_seed(0)
+    model = Llama(config).to("tpu")
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
     issue, execution = [], []
     for step in range(steps):
@@ -133,49 +147,50 @@ def compute_floors(config, batch, inference_inputs):
 
 def main():
     parser = argparse.ArgumentParser()
-    parser.add_argument("--steps", type=int, default=30)
-    parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--batch", type=int, default=8)
-    parser.add_argument("--seq", type=int, default=64)
+    parser.add_argument("--rounds", type=int, default=12)
+    parser.add_argument("--block-steps", type=int, default=10)
+    parser.add_argument("--warmup-blocks", type=int, default=2)
     parser.add_argument("--inference-batch", type=int, default=32)
     args = parser.parse_args()
     config = LlamaConfig()
     data = torch.Generator().manual_seed(1)
-    batches = [make_batch(data, config, args.batch, args.seq) for _ in range(16)]
-    inference_inputs = make_batch(data, config, args.inference_batch, args.seq)[0]
+    batches = [make_batch(data, config, 8, 64) for _ in range(16)]
+    inference_inputs = make_batch(data, config, args.inference_batch, 64)[0]
 
     capacity_start = two_thread_throughput()
-    train_rates = {c: [] for c in CONTENDERS}
-    peaks = {"strict": [], "fused": []}
-    infer_rates = {c: [] for c in CONTENDERS}
-    for _ in range(args.repeats):
-        for contender in CONTENDERS:
-            rate, peak = train_tokens_per_second(contender, config, batches, args.steps, args.warmup)
-            train_rates[contender].append(rate)
-            if contender in peaks:
-                peaks[contender].append(peak)
-            infer_rates[contender].append(inference_sequences_per_second(
-                contender, config, inference_inputs, args.steps, args.warmup))
+    peak = {c: peak_training_memory(c, args.block_steps) for c in ("strict", "fused")}
+    training = {c: training_block(c, args.block_steps) for c in CONTENDERS}
+    inference = {c: inference_block(c, config, inference_inputs, args.block_steps) for c in CONTENDERS}
+    for blocks in (training, inference):
+        time_rounds(blocks, args.warmup_blocks)  # compiles, caches, fused kernels
+    torch_tpu.wait_for_kernel_compiles()
+    train_seconds = time_rounds(training, args.rounds)
+    infer_seconds = time_rounds(inference, args.rounds)
     train_floor, infer_floor = compute_floors(config, batches[0], inference_inputs)
-    phases = {c: issue_and_execution_ms(c, config, batches, args.steps, args.warmup)
-              for c in ("strict", "fused")}
+    phases = {c: issue_and_execution_ms(c, config, batches, 30, 5) for c in ("strict", "fused")}
     capacity_end = two_thread_throughput()
-    train = {c: statistics.median(v) for c, v in train_rates.items()}
-    infer = {c: statistics.median(v) for c, v in infer_rates.items()}
-    peak = {c: max(v) for c, v in peaks.items()}
+    tokens = args.block_steps * batches[0][0].numel()
+    sequences = args.block_steps * args.inference_batch
+    train = {c: median_rate(train_seconds, c, tokens) for c in CONTENDERS}
+    infer = {c: median_rate(infer_seconds, c, sequences) for c in CONTENDERS}
+    train_vs_strict = {c: median_speedup(train_seconds, c, "strict") for c in CONTENDERS}
+    infer_vs_strict = {c: median_speedup(infer_seconds, c, "strict") for c in CONTENDERS}
+    train_vs_cpu = median_speedup(train_seconds, "fused", "cpu_eager")
+    infer_vs_cpu = median_speedup(infer_seconds, "fused", "cpu_eager")
 
-    print(f"training step (batch {args.batch} x seq {args.seq}, AdamW), median of {args.repeats}:")
+    print(f"training step (batch 8 x seq 64, AdamW); median of {args.rounds} rounds of "
+          f"{args.block_steps}-step blocks:")
     for c in CONTENDERS:
-        print(f"  {c:<10}{train[c]:>10,.0f} tokens/s   {train[c] / train['strict']:>5.2f}x Strict")
+        print(f"  {c:<10}{train[c]:>10,.0f} tokens/s   {train_vs_strict[c]:>5.2f}x Strict")
     print(f"  peak device memory: strict {peak['strict'] / 2**20:.1f} MiB, fused "
           f"{peak['fused'] / 2**20:.1f} MiB ({peak['fused'] / peak['strict']:.2f}x; target <= 0.75)")
-    print(f"  fused vs Strict {train['fused'] / train['strict']:.2f}x (target >= 1.5)")
+    print(f"  fused vs Strict {train_vs_strict['fused']:.2f}x (target >= 1.5), "
+          f"vs CPU eager {train_vs_cpu:.2f}x")
     print(f"  compute floor (matmul + attention kernels only): {train_floor:,.0f} tokens/s = "
           f"{train_floor / train['strict']:.2f}x Strict, the most any mode could reach")
-    tokens = args.batch * args.seq
-    strict_ms = tokens / train["strict"] * 1e3
-    floor_ms = tokens / train_floor * 1e3
+    step_tokens = batches[0][0].numel()
+    strict_ms = step_tokens / train["strict"] * 1e3
+    floor_ms = step_tokens / train_floor * 1e3
     for c, (r, e) in phases.items():
         bound_ms = (r + 2 * e) / 2
         print(f"  {c}: issue R {r:.2f} ms, execution E {e:.2f} ms a step; both cores always busy: (R + 2E)/2 "
@@ -183,10 +198,11 @@ def main():
     r_fused = phases["fused"][0]
     print(f"  1.5x Strict ({strict_ms / 1.5:.2f} ms a step) needs E <= {strict_ms / 1.5 - r_fused / 2:.2f} ms "
           f"with fused's R; the matmul + attention kernels alone take {floor_ms:.2f} ms")
-    print(f"inference (forward, batch {args.inference_batch} x seq {args.seq}):")
+    print(f"inference (forward, batch {args.inference_batch} x seq 64):")
     for c in CONTENDERS:
-        print(f"  {c:<10}{infer[c]:>10,.1f} sequences/s {infer[c] / infer['strict']:>5.2f}x Strict")
-    print(f"  fused vs Strict {infer['fused'] / infer['strict']:.2f}x (target >= 1.5)")
+        print(f"  {c:<10}{infer[c]:>10,.1f} sequences/s {infer_vs_strict[c]:>5.2f}x Strict")
+    print(f"  fused vs Strict {infer_vs_strict['fused']:.2f}x (target >= 1.5), "
+          f"vs CPU eager {infer_vs_cpu:.2f}x")
     print(f"  compute floor (matmul + attention kernels only): {infer_floor:,.1f} sequences/s = "
           f"{infer_floor / infer['strict']:.2f}x Strict, the most any mode could reach")
     print(describe(capacity_start, capacity_end))
@@ -194,12 +210,14 @@ def main():
     with open(os.path.join(HERE, "results", "fused_demo.json"), "w") as f:
         json.dump({"cpus": os.cpu_count(), "training_tokens_per_second": train,
                    "peak_memory_bytes": peak, "inference_sequences_per_second": infer,
-                   "training_fused_vs_strict": train["fused"] / train["strict"],
+                   "training_vs_strict": train_vs_strict, "inference_vs_strict": infer_vs_strict,
+                   "training_fused_vs_strict": train_vs_strict["fused"],
                    "peak_memory_fused_vs_strict": peak["fused"] / peak["strict"],
-                   "inference_fused_vs_strict": infer["fused"] / infer["strict"],
+                   "inference_fused_vs_strict": infer_vs_strict["fused"],
                    "training_compute_floor_tokens_per_second": train_floor,
                    "inference_compute_floor_sequences_per_second": infer_floor,
                    "training_issue_and_execution_ms": phases,
+                   "block_seconds": {"training": train_seconds, "inference": infer_seconds},
                    "two_thread_throughput": [capacity_start, capacity_end]}, f, indent=2)
 
 

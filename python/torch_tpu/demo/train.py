@@ -32,17 +32,36 @@ def make_batch(generator: torch.Generator, config: LlamaConfig, batch: int, seq:
     return tokens[:, :-1].contiguous(), tokens[:, 1:].contiguous()
 
 
+class TrainingStep:
+    """One AdamW training step of the demo model on `device`, over a fixed set of 16 batches:
+    `step(k)` trains on batch k mod 16 and returns the loss (read with .item(), a host sync
+    every step, as a typical training loop logs)."""
+
+    def __init__(self, device: str, batch: int = 8, seq: int = 64, seed: int = 0,
+                 config: LlamaConfig = None):
+        config = config or LlamaConfig()
+        torch.manual_seed(seed)
+        self.device = device
+        self.tokens_per_step = batch * seq
+        self.model = Llama(config).to(device)
+        self.optimizer = torch.optim.AdamW(self.model.parameters(), lr=3e-3, weight_decay=0.01)
+        data = torch.Generator().manual_seed(seed + 1)
+        self.batches = [make_batch(data, config, batch, seq) for _ in range(16)]
+
+    def step(self, k: int) -> float:
+        inputs, targets = (t.to(self.device) for t in self.batches[k % len(self.batches)])
+        _, loss = self.model(inputs, targets)
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        self.optimizer.step()
+        return loss.item()
+
+
 def train(device: str, steps: int, batch: int = 8, seq: int = 64, seed: int = 0,
           config: LlamaConfig = None, progress=None, warmup: int = 3) -> TrainResult:
     """Trains from seed `seed` on `device`; times the steps after `warmup`. `progress` (a
     callable taking (step, loss, tokens_per_second)) is told after each step."""
-    config = config or LlamaConfig()
-    torch.manual_seed(seed)
-    model = Llama(config).to(device)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    data = torch.Generator().manual_seed(seed + 1)
-    batches = [make_batch(data, config, batch, seq) for _ in range(16)]
-
+    trainer = TrainingStep(device, batch, seq, seed, config)
     is_tpu = torch.device(device).type == "tpu"
     if is_tpu:
         torch.tpu.reset_peak_memory_stats()
@@ -52,18 +71,13 @@ def train(device: str, steps: int, batch: int = 8, seq: int = 64, seed: int = 0,
     for step in range(steps):
         if step == warmup:
             started = time.perf_counter()
-        inputs, targets = (t.to(device) for t in batches[step % len(batches)])
-        _, loss = model(inputs, targets)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        loss_value = loss.item()  # a host sync every step, as a typical training loop logs
+        loss_value = trainer.step(step)
         losses.append(loss_value)
         if started is not None and step > warmup:
-            tokens_per_second = (step - warmup) * batch * seq / (time.perf_counter() - started)
+            tokens_per_second = (step - warmup) * trainer.tokens_per_step / (time.perf_counter() - started)
         if progress is not None:
             progress(step, loss_value, tokens_per_second)
     if started is not None and steps > warmup:
-        tokens_per_second = (steps - warmup) * batch * seq / (time.perf_counter() - started)
+        tokens_per_second = (steps - warmup) * trainer.tokens_per_step / (time.perf_counter() - started)
     peak = torch.tpu.max_memory_allocated() if is_tpu else 0
     return TrainResult(device, steps, tokens_per_second, losses[-1], losses, peak)
