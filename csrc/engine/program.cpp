@@ -15,50 +15,18 @@
 #include "engine/launch.h"
 #include "engine/metrics.h"
 #include "engine/mode.h"
+#include "engine/program_plan.h"
 #include "executors/host/fused_cluster.h"
 
 namespace torch_tpu::engine {
 namespace {
 
-using executors::host::ClusterBuilder;
-using executors::host::ClusterPlan;
 using executors::host::FusibleOp;
 using Key = std::vector<int64_t>;
 
 struct KeyHash {
   size_t operator()(const Key& key) const { return c10::hash<std::vector<int64_t>>()(key); }
 };
-
-// One step of a program: pending tasks [first, first + count) run as they are (count 1), as a
-// fused cluster, or not at all (pointwise work whose results nobody can read).
-struct Step {
-  enum class Kind { kSingle, kCluster, kSkip };
-  Kind kind = Kind::kSingle;
-  size_t first = 0;
-  size_t count = 1;
-  std::shared_ptr<const ClusterPlan> cluster;
-};
-
-struct ProgramPlan {
-  std::vector<Step> steps;
-  // What one run does, counted once when planned (torch_tpu.metrics()).
-  int64_t fused_kernels = 0;
-  int64_t bytes_written = 0;  // by fused kernels
-  int64_t bytes_avoided = 0;  // intermediates fused kernels (and skipped clusters) never write
-  std::string dump;  // readable form, for TORCH_TPU_DUMP_PROGRAMS
-};
-
-const OpDescription* description_of(const runtime::PendingTask& task) {
-  return static_cast<const OpDescription*>(task.description.get());
-}
-
-const executors::host::StorageRef* find_ref(const OpDescription& description,
-                                            const c10::StorageImpl* storage) {
-  for (const auto& ref : description.storages) {
-    if (ref.id() == storage) return &ref;
-  }
-  return nullptr;
-}
 
 // Numbers storages in first-seen order: an open-addressing table kept per thread. A program
 // names hundreds of storages, and a node-based map allocated a node for each on every flush.
@@ -129,90 +97,6 @@ Key structural_key(const std::vector<runtime::PendingTask>& pending) {
   return key;
 }
 
-// An undescribed task that may read chip memory (see launch_described's contract): all but
-// the runtime's own event tasks.
-bool may_read_anything(const runtime::PendingTask& task) {
-  return description_of(task) == nullptr && std::string_view(task.op_name).rfind("tpu::event", 0) != 0;
-}
-
-// Whether any op from `from` on touches `storage` (or may).
-bool touched_from(const std::vector<runtime::PendingTask>& pending, size_t from,
-                  const c10::StorageImpl* storage) {
-  for (size_t i = from; i < pending.size(); ++i) {
-    const OpDescription* description = description_of(pending[i]);
-    if (description != nullptr ? find_ref(*description, storage) != nullptr
-                               : may_read_anything(pending[i])) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Dead: no tensor refers to it any more (its writer's weak reference expired).
-bool dead(const OpDescription& writer, const c10::StorageImpl* storage) {
-  const executors::host::StorageRef* ref = find_ref(writer, storage);
-  return ref != nullptr && ref->storage.expired();
-}
-
-std::string shape_text(c10::IntArrayRef shape) {
-  std::ostringstream text;
-  text << "[";
-  for (size_t i = 0; i < shape.size(); ++i) text << (i ? ", " : "") << shape[i];
-  text << "]";
-  return text.str();
-}
-
-ProgramPlan plan(const std::vector<runtime::PendingTask>& pending) {
-  ProgramPlan program;
-  std::ostringstream dump;
-  size_t i = 0;
-  while (i < pending.size()) {
-    const OpDescription* first = description_of(pending[i]);
-    ClusterBuilder builder;
-    if (first != nullptr && first->fusible && builder.try_add(*first->fusible)) {
-      size_t end = i + 1;
-      while (end < pending.size()) {
-        const OpDescription* next = description_of(pending[end]);
-        if (next == nullptr || !next->fusible || !builder.try_add(*next->fusible)) break;
-        ++end;
-      }
-      const auto internal = [&](const c10::StorageImpl* storage) {
-        for (size_t k = i; k < end; ++k) {
-          const OpDescription& writer = *description_of(pending[k]);
-          const auto* ref = find_ref(writer, storage);
-          if (ref != nullptr && ref->written) return dead(writer, storage) && !touched_from(pending, end, storage);
-        }
-        return false;
-      };
-      auto cluster = std::make_shared<ClusterPlan>(builder.finish(internal));
-      const bool all_internal = cluster->bytes_written == 0;
-      Step step{all_internal ? Step::Kind::kSkip
-                             : (end - i >= 2 ? Step::Kind::kCluster : Step::Kind::kSingle),
-                i, end - i, cluster};
-      if (step.kind == Step::Kind::kSingle) step.cluster = nullptr;
-      dump << "step " << program.steps.size() << ": ";
-      if (step.kind == Step::Kind::kSkip) dump << "skipped (no one reads the results): ";
-      if (step.kind != Step::Kind::kSingle) program.bytes_avoided += cluster->bytes_avoided;
-      if (step.kind == Step::Kind::kCluster) program.bytes_written += cluster->bytes_written;
-      if (step.kind == Step::Kind::kCluster) {
-        dump << "fused kernel over " << shape_text(cluster->shape) << " ("
-             << cluster->scratch_dtypes.size() << " intermediates in scratch): ";
-        ++program.fused_kernels;
-      }
-      for (size_t k = i; k < end; ++k) dump << (k > i ? ", " : "") << pending[k].op_name;
-      dump << "\n";
-      program.steps.push_back(std::move(step));
-      i = end;
-      continue;
-    }
-    dump << "step " << program.steps.size() << ": " << pending[i].op_name << "\n";
-    program.steps.push_back(Step{Step::Kind::kSingle, i, 1, nullptr});
-    ++i;
-  }
-  program.dump = dump.str();
-  return program;
-}
-
 // The program cache: plans by structural key, shared by every stream and chip.
 class ProgramCache {
  public:
@@ -260,7 +144,7 @@ class ProgramRun {
 
   const char* op_name(size_t step) const {
     const Step& s = program_->steps[step];
-    return s.kind == Step::Kind::kCluster ? "tpu::fused_kernel" : tasks_[s.first].op_name;
+    return s.kind == Step::Kind::kCluster ? "tpu::fused_kernel" : tasks_[s.tasks.front()].op_name;
   }
 
   // Runs step `index`, then releases what the host dropped while its ops were pending (even
@@ -277,7 +161,7 @@ class ProgramRun {
 
   bool has_releases(size_t index) const {
     const Step& step = program_->steps[index];
-    for (size_t k = step.first; k < step.first + step.count; ++k) {
+    for (size_t k = step.release_begin; k < step.release_end; ++k) {
       if (!tasks_[k].then.empty()) return true;
     }
     return false;
@@ -285,7 +169,7 @@ class ProgramRun {
 
   void run_releases(size_t index) {
     const Step& step = program_->steps[index];
-    for (size_t k = step.first; k < step.first + step.count; ++k) {
+    for (size_t k = step.release_begin; k < step.release_end; ++k) {
       for (runtime::Task& release : tasks_[k].then) release();
       tasks_[k].then.clear();
     }
@@ -299,17 +183,17 @@ class ProgramRun {
  private:
   void run_ops(const Step& step) {
     if (step.kind == Step::Kind::kSingle) {
+      const runtime::PendingTask& task = tasks_[step.tasks.front()];
       try {
-        tasks_[step.first].task();
+        task.task();
       } catch (const c10::Error& error) {  // named here, without the C++ backtrace
-        throw runtime::AsyncOpError(tasks_[step.first].op_name, error.what_without_backtrace());
+        throw runtime::AsyncOpError(task.op_name, error.what_without_backtrace());
       }
       return;
     }
     std::vector<const FusibleOp*> ops;
-    for (size_t k = step.first; k < step.first + step.count; ++k) {
-      ops.push_back(description_of(tasks_[k])->fusible.get());
-    }
+    ops.reserve(step.tasks.size());
+    for (const uint32_t k : step.tasks) ops.push_back(description_of(tasks_[k])->fusible.get());
     try {
       executors::host::run_cluster(*step.cluster, ops);
     } catch (const c10::Error& error) {
@@ -323,7 +207,7 @@ class ProgramRun {
 
   std::string cluster_name(const Step& step) const {
     std::string name = "fused kernel of";
-    for (size_t k = step.first; k < step.first + step.count; ++k) name += std::string(" ") + tasks_[k].op_name;
+    for (const uint32_t k : step.tasks) name += std::string(" ") + tasks_[k].op_name;
     return name;
   }
 
