@@ -106,25 +106,51 @@ void for_each_run(c10::IntArrayRef shape, c10::IntArrayRef strides, int64_t begi
   }
 }
 
+// Runs of the last dim, `kStep` elements apart in memory (-1: strides.back(), read at run
+// time). The common steps are compile-time constants so the compiler vectorizes them: 1 (a row
+// of a transposed view), 2 (x[..., 0::2]) and 0 (broadcast along the last dim).
+template <int64_t kStep, typename T>
+void gather_steps(float* out, const T* base, c10::IntArrayRef shape, c10::IntArrayRef strides,
+                  int64_t begin, int64_t n) {
+  const int64_t step = kStep >= 0 ? kStep : strides.back();
+  for_each_run(shape, strides, begin, n, [&](int64_t position, int64_t offset, int64_t length) {
+    const T* in = base + offset;
+    float* to = out + position;
+    for (int64_t i = 0; i < length; ++i) to[i] = static_cast<float>(in[i * step]);
+  });
+}
+
+template <int64_t kStep, typename T>
+void scatter_steps(T* base, const float* in, c10::IntArrayRef shape, c10::IntArrayRef strides,
+                   int64_t begin, int64_t n) {
+  const int64_t step = kStep >= 0 ? kStep : strides.back();
+  for_each_run(shape, strides, begin, n, [&](int64_t position, int64_t offset, int64_t length) {
+    T* out = base + offset;
+    const float* from = in + position;
+    // c10's conversions round as load()/store() do (nearest even, NaN kept quiet).
+    for (int64_t i = 0; i < length; ++i) out[i * step] = static_cast<T>(from[i]);
+  });
+}
+
 template <typename T>
 void gather_as(float* out, const T* base, c10::IntArrayRef shape, c10::IntArrayRef strides,
                int64_t begin, int64_t n) {
-  const int64_t step = strides.back();
-  for_each_run(shape, strides, begin, n, [&](int64_t position, int64_t offset, int64_t length) {
-    const T* in = base + offset;
-    for (int64_t i = 0; i < length; ++i) out[position + i] = static_cast<float>(in[i * step]);
-  });
+  switch (strides.back()) {
+    case 0: return gather_steps<0>(out, base, shape, strides, begin, n);
+    case 1: return gather_steps<1>(out, base, shape, strides, begin, n);
+    case 2: return gather_steps<2>(out, base, shape, strides, begin, n);
+    default: return gather_steps<-1>(out, base, shape, strides, begin, n);
+  }
 }
 
 template <typename T>
 void scatter_as(T* base, const float* in, c10::IntArrayRef shape, c10::IntArrayRef strides,
                 int64_t begin, int64_t n) {
-  const int64_t step = strides.back();
-  for_each_run(shape, strides, begin, n, [&](int64_t position, int64_t offset, int64_t length) {
-    T* out = base + offset;
-    // c10's conversions round as load()/store() do (nearest even, NaN kept quiet).
-    for (int64_t i = 0; i < length; ++i) out[i * step] = static_cast<T>(in[position + i]);
-  });
+  switch (strides.back()) {
+    case 1: return scatter_steps<1>(base, in, shape, strides, begin, n);
+    case 2: return scatter_steps<2>(base, in, shape, strides, begin, n);
+    default: return scatter_steps<-1>(base, in, shape, strides, begin, n);
+  }
 }
 
 // Elements [begin, begin + n) of a strided register into a block buffer, and back.
