@@ -96,7 +96,8 @@ std::pair<std::string, std::string> base_and_overload(const std::string& name) {
 std::optional<ExpressionRule> expression_rule(const std::string& name) {
   const auto [base, overload] = base_and_overload(name);
   const bool tensor_or_scalar = overload.empty() || overload == "Tensor" || overload == "Scalar" ||
-                                overload == "out" || overload == "Scalar_out";
+                                overload == "out" || overload == "Scalar_out" ||
+                                overload == "Tensor_out";
   if (!tensor_or_scalar) return std::nullopt;  // div's rounding modes, clamp.Tensor, ...
   static const std::map<std::string, ExpressionRule> kRules = {
       {"add", {PointwiseOpcode::kAdd, {0, 1}, 2}},
@@ -117,6 +118,9 @@ std::optional<ExpressionRule> expression_rule(const std::string& name) {
       {"tanh", {PointwiseOpcode::kTanh, {0}}},
       {"sigmoid", {PointwiseOpcode::kSigmoid, {0}}},
       {"silu", {PointwiseOpcode::kSilu, {0}}},
+      {"addcmul", {PointwiseOpcode::kAddcmul, {0, 1, 2}, 3}},
+      {"addcdiv", {PointwiseOpcode::kAddcdiv, {0, 1, 2}, 3}},
+      {"lerp", {PointwiseOpcode::kLerp, {0, 1, 2}}},
   };
   auto found = kRules.find(base);
   if (found == kRules.end()) return std::nullopt;

@@ -340,8 +340,8 @@ def test_row_reductions_end_a_fused_kernel_and_its_rows_feed_later_ops():
 
 @pytest.mark.parametrize("shape", [(37, 5), (300, 77), (1100, 257)], ids=["tiny", "one-chunk-per-thread", "cache-sized-chunks"])
 def test_clusters_of_aten_kernels_give_strict_bits_at_every_chunking(shape):
-    """Ops without a register-loop form (lerp_, addcdiv_, a row sum) run their CPU kernels on
-    chunk views. A small iteration runs one chunk per thread, a large one cache-sized chunks
+    """A cluster with a row sum runs its ops' CPU kernels on chunk views (the register loop has
+    no reductions). A small iteration runs one chunk per thread, a large one cache-sized chunks
     (rows not a multiple of the chunk); either way the bits are Strict's."""
     def optimizer_like(p, m, g):
         m.lerp_(g, 0.1)
@@ -387,3 +387,32 @@ def test_fused_relu_keeps_a_negative_zero_as_aten_does(dtype):
     torch_tpu.set_mode("fused")
     fused = (torch.relu(values.tpu()) * 2.0).cpu()
     assert torch.equal(fused, strict) and torch.equal(fused.signbit(), strict.signbit())
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
+def test_fused_lerp_addcmul_addcdiv_are_atens_fused_multiply_adds(dtype):
+    """ATen computes lerp and addcmul with fused multiply-adds (lerp's two forms on either side
+    of weight 0.5) and addcdiv as a + (value * b) / c; the register loop does the same, so an
+    Adam-like update runs as one fused kernel with Strict's bits."""
+    generator = torch.Generator().manual_seed(7)
+    inputs = [torch.randn(1000, 37, generator=generator).to(dtype) for _ in range(4)]
+    inputs[2] = inputs[2].abs()
+
+    def update(p, m, v, grad):
+        m.lerp_(grad, 0.1)
+        v.mul_(0.999).addcmul_(grad, grad, value=0.001)
+        p.addcdiv_(m, v.sqrt() + 1e-3, value=-0.01)
+        w = torch.lerp(p, grad, 0.75) + torch.lerp(m, p, v.clamp(0, 1)) - torch.addcmul(p, m, v)
+        return p, m, v, w
+
+    torch_tpu.set_mode("strict")
+    strict = [t.cpu() for t in update(*(t.tpu() for t in inputs))]
+    torch_tpu.set_mode("fused")
+    tensors = [t.tpu() for t in inputs]
+    torch.tpu.synchronize()
+    torch_tpu.reset_metrics()
+    fused = [t.cpu() for t in update(*tensors)]
+    for got, expected in zip(fused, strict):
+        assert torch.equal(got, expected)
+    assert fusion()["fused_kernels_run"] == 1
+    assert fusion()["interpreted_kernel_runs"] == 1  # the register loop, not ATen's kernels

@@ -53,6 +53,11 @@ enum class PointwiseOpcode : uint8_t {
   kMaximum,
   kMinimum,
   kClamp,      // min(max(a, lo), hi); absent bounds are +-inf
+  // ATen's CPU kernels compute these three with fused multiply-adds (GCC contracts them), in
+  // float for bf16/f16 operands; the register forms use the same expressions:
+  kAddcmul,    // fma(alpha * b, c, a)
+  kAddcdiv,    // a + (alpha * b) / c
+  kLerp,       // |w| < 0.5 ? fma(w, e - s, s) : fma(w - 1, e - s, e), for (s, e, w)
 };
 
 struct PointwiseOperand {

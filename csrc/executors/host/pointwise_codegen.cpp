@@ -89,6 +89,18 @@ inline void vstore_bf16(char* p, int64_t i, vf x) {
 inline vf vfma(float a, vf b, vf c) {
   vf r; for (int l = 0; l < kLanes; ++l) r[l] = std::fma(a, b[l], c[l]); return r;
 }
+inline float addcmul(float a, float b, float c, float alpha) { return std::fma(alpha * b, c, a); }
+inline float addcdiv(float a, float b, float c, float alpha) { return a + (alpha * b) / c; }
+inline float lerp(float s, float e, float w) {
+  return std::fabs(w) < 0.5f ? std::fma(w, e - s, s) : std::fma(w - 1.0f, e - s, e);
+}
+inline vf vaddcmul(vf a, vf b, vf c, float alpha) {
+  vf r; for (int l = 0; l < kLanes; ++l) r[l] = addcmul(a[l], b[l], c[l], alpha); return r;
+}
+inline vf vaddcdiv(vf a, vf b, vf c, float alpha) { return a + (alpha * b) / c; }
+inline vf vlerp(vf s, vf e, vf w) {
+  vf r; for (int l = 0; l < kLanes; ++l) r[l] = lerp(s[l], e[l], w[l]); return r;
+}
 inline vf vmax_of(vf x, vf y) { return select((vu)(x < y), y, x); }
 inline vf vmin_of(vf x, vf y) { return select((vu)(y < x), y, x); }
 inline vu vnan(vf x) { return (vu)(x != x); }
@@ -157,6 +169,12 @@ std::string expression(const PointwiseInstruction& instruction) {
     case PointwiseOpcode::kTanh: return "apply1(math->vectorized_tanh, " + a + ")";
     case PointwiseOpcode::kSigmoid: return "(1.0f / (1.0f + apply1(math->vectorized_exp, -" + a + ")))";
     case PointwiseOpcode::kSilu: return "(" + a + " / (1.0f + apply1(math->vectorized_exp, -" + a + ")))";
+    case PointwiseOpcode::kAddcmul:
+      return "addcmul(" + a + ", " + b() + ", " + operand(instruction, 2) + ", " + (alpha.empty() ? "1.0f" : alpha) + ")";
+    case PointwiseOpcode::kAddcdiv:
+      return "addcdiv(" + a + ", " + b() + ", " + operand(instruction, 2) + ", " + (alpha.empty() ? "1.0f" : alpha) + ")";
+    case PointwiseOpcode::kLerp:
+      return "lerp(" + a + ", " + b() + ", " + operand(instruction, 2) + ")";
   }
   return "";
 }
@@ -197,6 +215,11 @@ std::string vector_expression(const PointwiseInstruction& instruction, int t) {
     case PointwiseOpcode::kTanh: return "vapply(math->vectorized_tanh, " + vec(0) + ")";
     case PointwiseOpcode::kSigmoid: return "vsigmoid(math->vectorized_exp, " + vec(0) + ")";
     case PointwiseOpcode::kSilu: return "vsilu(math->vectorized_exp, " + vec(0) + ")";
+    case PointwiseOpcode::kAddcmul:
+      return "vaddcmul(" + vec(0) + ", " + vec(1) + ", " + vec(2) + ", " + (alpha.empty() ? "1.0f" : alpha) + ")";
+    case PointwiseOpcode::kAddcdiv:
+      return "vaddcdiv(" + vec(0) + ", " + vec(1) + ", " + vec(2) + ", " + (alpha.empty() ? "1.0f" : alpha) + ")";
+    case PointwiseOpcode::kLerp: return "vlerp(" + vec(0) + ", " + vec(1) + ", " + vec(2) + ")";
   }
   return "";
 }

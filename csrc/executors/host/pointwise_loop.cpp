@@ -229,6 +229,25 @@ __attribute__((always_inline)) inline void binary(float* out, const Source& a, c
   }
 }
 
+// Three operands, any of them constants (spread over a block first: these ops are rare enough
+// that one loop shape is worth more than eight).
+template <typename Finish, typename F>
+__attribute__((always_inline)) inline void ternary(float* out, const Source& a, const Source& b,
+                                                   const Source& c, int64_t n, F f) {
+  const Finish finish;
+  float spread[3][kBlock];
+  const float* values[3];
+  const Source* sources[3] = {&a, &b, &c};
+  for (int k = 0; k < 3; ++k) {
+    values[k] = sources[k]->values;
+    if (values[k] == nullptr) {
+      std::fill(spread[k], spread[k] + n, sources[k]->constant);
+      values[k] = spread[k];
+    }
+  }
+  for (int64_t i = 0; i < n; ++i) out[i] = finish(f(values[0][i], values[1][i], values[2][i]));
+}
+
 // An op built on exp(sign * x): `exp` runs on a copy (vector_math.h: ATen's functions, which
 // compiled kernels call too), then `combine(x, exp)` and the finish element by element.
 template <typename Finish, typename F>
@@ -313,6 +332,18 @@ __attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, fl
       return exp_based<Finish>(out, a, n, -1.0f, math.vectorized_exp, [](float, float e) { return 1.0f / (1.0f + e); });
     case PointwiseOpcode::kSilu:
       return exp_based<Finish>(out, a, n, -1.0f, math.vectorized_exp, [](float x, float e) { return x / (1.0f + e); });
+    case PointwiseOpcode::kAddcmul:
+      return ternary<Finish>(out, a, sources[1], sources[2], n, [alpha](float x, float y, float z) {
+        return std::fma(alpha * y, z, x);
+      });
+    case PointwiseOpcode::kAddcdiv:
+      return ternary<Finish>(out, a, sources[1], sources[2], n, [alpha](float x, float y, float z) {
+        return x + (alpha * y) / z;
+      });
+    case PointwiseOpcode::kLerp:
+      return ternary<Finish>(out, a, sources[1], sources[2], n, [](float s, float e, float w) {
+        return std::fabs(w) < 0.5f ? std::fma(w, e - s, s) : std::fma(w - 1.0f, e - s, e);
+      });
   }
 }
 

@@ -28,7 +28,8 @@ float read_scalar(const TensorSnapshot& snapshot) {
 }
 
 bool has_alpha(PointwiseOpcode opcode) {
-  return opcode == PointwiseOpcode::kAdd || opcode == PointwiseOpcode::kSub;
+  return opcode == PointwiseOpcode::kAdd || opcode == PointwiseOpcode::kSub ||
+         opcode == PointwiseOpcode::kAddcmul || opcode == PointwiseOpcode::kAddcdiv;
 }
 
 // On operands whose innermost dim is not contiguous, ATen's kernels take their scalar loop,
