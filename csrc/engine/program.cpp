@@ -68,6 +68,7 @@ Key structural_key(const std::vector<runtime::PendingTask>& pending) {
     if (const OpDescription* description = description_of(task)) {
       named += description->storages.size();
       if (description->fusible) named += description->fusible->tensors().size();
+      for (const auto& lane : description->lanes) named += lane->tensors().size();
     }
   }
   thread_local StorageNumbering numbering;
@@ -89,6 +90,12 @@ Key structural_key(const std::vector<runtime::PendingTask>& pending) {
     }
     if (description->fusible) {
       for (const auto& tensor : description->fusible->tensors()) {
+        key.push_back(number(tensor.storage));
+        key.push_back(tensor.offset_bytes);
+      }
+    }
+    for (const auto& lane : description->lanes) {
+      for (const auto& tensor : lane->tensors()) {
         key.push_back(number(tensor.storage));
         key.push_back(tensor.offset_bytes);
       }
@@ -193,7 +200,11 @@ class ProgramRun {
     }
     std::vector<const FusibleOp*> ops;
     ops.reserve(step.tasks.size());
-    for (const uint32_t k : step.tasks) ops.push_back(description_of(tasks_[k])->fusible.get());
+    for (const uint32_t k : step.tasks) {
+      const OpDescription& description = *description_of(tasks_[k]);
+      ops.push_back(step.lane >= 0 ? description.lanes[static_cast<size_t>(step.lane)].get()
+                                   : description.fusible.get());
+    }
     try {
       executors::host::run_cluster(*step.cluster, ops);
     } catch (const c10::Error& error) {

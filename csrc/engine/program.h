@@ -24,6 +24,9 @@ struct OpDescription {
   std::shared_ptr<const executors::host::FusibleOp> fusible;
   // Every storage the op reads or writes (weakly held), so liveness can be reasoned about.
   executors::host::StorageRefs storages;
+  // A pointwise multi-tensor op (torch._foreach_*): its per-element ops, one per list element
+  // ("lane"), which the planner may fuse lane by lane with the multi-tensor ops around it.
+  std::vector<std::shared_ptr<const executors::host::FusibleOp>> lanes;
 };
 
 // Queues `task` on the current stream of `device` with a description for the planner (the

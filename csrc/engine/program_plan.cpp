@@ -2,6 +2,8 @@
 
 #include <sstream>
 #include <string_view>
+#include <unordered_map>
+#include <utility>
 
 namespace torch_tpu::engine {
 namespace {
@@ -84,6 +86,9 @@ class Planner {
   // Plans the step(s) starting at pending task `i`; returns the first task not yet planned.
   size_t plan_from(size_t i) {
     const OpDescription* first = description_of(pending_[i]);
+    if (first != nullptr && !first->lanes.empty()) {
+      if (const size_t end = plan_lanes(i); end > i) return end;
+    }
     ClusterBuilder builder;
     if (first == nullptr || !first->fusible || !builder.try_add(*first->fusible)) {
       dump_ << "step " << program_.steps.size() << ": " << pending_[i].op_name << "\n";
@@ -116,7 +121,50 @@ class Planner {
     return static_cast<size_t>(program_.steps.back().tasks.back()) + 1;
   }
 
-  void emit_cluster(const ClusterBuilder& builder, std::vector<uint32_t> members, size_t passed) {
+  // A run of multi-tensor ops from `i` with as many lanes each, fused lane by lane: lane l's
+  // cluster runs every op's lane l. Lanes must not share a storage any of them writes, so
+  // running them one after another computes what running the ops one after another does.
+  // Returns the end of the run, or `i` if fewer than two ops would fuse.
+  size_t plan_lanes(size_t i) {
+    const size_t count = description_of(pending_[i])->lanes.size();
+    std::vector<ClusterBuilder> builders(count);
+    std::unordered_map<const c10::StorageImpl*, std::pair<size_t, bool>> lane_of;  // (lane, written)
+    const auto join = [&](const OpDescription& op, std::vector<ClusterBuilder>& into,
+                          std::unordered_map<const c10::StorageImpl*, std::pair<size_t, bool>>& owners) {
+      if (op.lanes.size() != count) return false;
+      for (size_t lane = 0; lane < count; ++lane) {
+        if (!into[lane].try_add(*op.lanes[lane])) return false;
+        for (const auto& tensor : op.lanes[lane]->tensors()) {
+          auto [found, added] = owners.emplace(tensor.storage, std::make_pair(lane, tensor.written));
+          if (added) continue;
+          if (found->second.first != lane && (found->second.second || tensor.written)) return false;
+          found->second.second = found->second.second || tensor.written;
+        }
+      }
+      return true;
+    };
+    if (!join(*description_of(pending_[i]), builders, lane_of)) return i;
+    size_t end = i + 1;
+    for (; end < pending_.size(); ++end) {
+      const OpDescription* next = description_of(pending_[end]);
+      if (next == nullptr) break;
+      auto trial = builders;
+      auto trial_owners = lane_of;
+      if (!join(*next, trial, trial_owners)) break;
+      builders = std::move(trial);
+      lane_of = std::move(trial_owners);
+    }
+    if (end - i < 2) return i;
+    std::vector<uint32_t> tasks;
+    for (size_t k = i; k < end; ++k) tasks.push_back(static_cast<uint32_t>(k));
+    for (size_t lane = 0; lane < count; ++lane) {
+      emit_cluster(builders[lane], tasks, 0, static_cast<int>(lane), /*completes=*/lane + 1 == count);
+    }
+    return end;
+  }
+
+  void emit_cluster(const ClusterBuilder& builder, std::vector<uint32_t> members, size_t passed,
+                    int lane = -1, bool completes = true) {
     const size_t after = members.back() + 1;
     // A storage stays in scratch if the cluster writes it, no tensor refers to it any more and
     // no later op touches it. (Passed ops, which run first, never touch what earlier members
@@ -125,6 +173,14 @@ class Planner {
       for (const uint32_t k : members) {
         const OpDescription& writer = *description_of(pending_[k]);
         const auto* ref = find_ref(writer, storage);
+        if (ref != nullptr && ref->written && lane >= 0) {
+          // Only this lane writes it (plan_lanes): the lane's own tensors decide.
+          bool written_here = false;
+          for (const auto& tensor : writer.lanes[static_cast<size_t>(lane)]->tensors()) {
+            written_here = written_here || (tensor.storage == storage && tensor.written);
+          }
+          if (!written_here) continue;
+        }
         if (ref != nullptr && ref->written) return dead(writer, storage) && !touched_from(pending_, after, storage);
       }
       return false;
@@ -133,14 +189,15 @@ class Planner {
     Step step{cluster->bytes_written == 0
                   ? Step::Kind::kSkip
                   : (members.size() >= 2 ? Step::Kind::kCluster : Step::Kind::kSingle),
-              std::move(members)};
+              std::move(members), lane};
     dump_ << "step " << program_.steps.size() << ": ";
     if (step.kind == Step::Kind::kSkip) dump_ << "skipped (no one reads the results): ";
     if (step.kind != Step::Kind::kSingle) program_.bytes_avoided += cluster->bytes_avoided;
     if (step.kind == Step::Kind::kCluster) {
       program_.bytes_written += cluster->bytes_written;
       dump_ << "fused kernel over " << shape_text(cluster->shape) << " ("
-            << cluster->scratch_dtypes.size() << " intermediates in scratch): ";
+            << cluster->scratch_dtypes.size() << " intermediates in scratch"
+            << (lane >= 0 ? ", lane " + std::to_string(lane) : std::string()) << "): ";
       ++program_.fused_kernels;
       step.cluster = std::move(cluster);
     } else if (step.kind == Step::Kind::kSkip) {
@@ -149,13 +206,16 @@ class Planner {
     for (size_t k = 0; k < step.tasks.size(); ++k) dump_ << (k ? ", " : "") << pending_[step.tasks[k]].op_name;
     if (passed > 0) dump_ << " (after the " << passed << " op(s) above it moved ahead)";
     dump_ << "\n";
-    emit(std::move(step));
+    emit(std::move(step), completes);
   }
 
   // Appends `step`; the host's releases of every task whose predecessors have all run by then
   // run after it (a passed op's releases wait for the cluster ops issued before it).
-  void emit(Step step) {
-    for (const uint32_t task : step.tasks) done_[task] = true;
+  // A lane's cluster completes its tasks only with the last lane (`completes`).
+  void emit(Step step, bool completes = true) {
+    if (completes) {
+      for (const uint32_t task : step.tasks) done_[task] = true;
+    }
     step.release_begin = released_;
     while (released_ < pending_.size() && done_[released_]) ++released_;
     step.release_end = released_;

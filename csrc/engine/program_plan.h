@@ -24,6 +24,9 @@ struct Step {
   // moved its earlier ops past independent opaque ops (a matmul between silu(a) and its
   // product with the matmul's result), which then run before it.
   std::vector<uint32_t> tasks;
+  // >= 0: the cluster is this lane of multi-tensor ops (OpDescription::lanes): each task's
+  // ops on one element of its lists. A run of such ops becomes one cluster per lane.
+  int lane = -1;
   // After the step, the host's releases (PendingTask::then) of pending tasks
   // [release_begin, release_end) run: those of every task all of whose predecessors have run.
   uint32_t release_begin = 0;

@@ -20,13 +20,16 @@ int64_t offset_bytes(const at::Tensor& tensor) {
   return tensor.storage_offset() * static_cast<int64_t>(tensor.element_size());
 }
 
-// A pointwise op as the fused loop engine runs it: the queued op, run with chunk views.
+// A pointwise op as the fused loop engine runs it: the queued op, run with chunk views. For a
+// multi-tensor op, one lane: the op on element `lane` of each of its lists (and of its list of
+// scalars), run as the same op on one-element lists.
 class QueuedPointwiseOp : public executors::host::FusibleOp {
  public:
   QueuedPointwiseOp(const char* name, std::shared_ptr<const QueuedOp> queued,
-                    std::vector<int64_t> shape, bool reduces_rows = false)
+                    std::vector<int64_t> shape, bool reduces_rows = false, int lane = -1,
+                    std::optional<c10::OperatorHandle> lane_out_variant = std::nullopt)
       : name_(name), queued_(std::move(queued)), shape_(std::move(shape)),
-        reduces_rows_(reduces_rows) {}
+        reduces_rows_(reduces_rows), lane_(lane), lane_out_variant_(std::move(lane_out_variant)) {}
 
   // Adds the tensor at `slot` (captured tensors, then targets) of the queued op. Arguments are
   // read (an in-place op's self too), except out= arguments; fresh targets are only written.
@@ -54,11 +57,47 @@ class QueuedPointwiseOp : public executors::host::FusibleOp {
   bool reduces_rows() const override { return reduces_rows_; }
   const std::vector<FusedTensor>& tensors() const override { return tensors_; }
   void run(const std::function<at::Tensor(size_t)>& view) const override {
-    // Built once when the op was recorded, not per chunk.
-    run_queued_on(*queued_, [&](size_t slot) { return view(static_cast<size_t>(tensor_at_slot_[slot])); });
+    const auto slot_view = [&](size_t slot) { return view(static_cast<size_t>(tensor_at_slot_[slot])); };
+    if (lane_ >= 0) {
+      run_lane(slot_view);
+    } else {
+      run_queued_on(*queued_, slot_view);
+    }
   }
 
  private:
+  void run_lane(const std::function<at::Tensor(size_t)>& slot_view) const {
+    const CapturedArgs& captured = queued_->captured;
+    const auto lane = static_cast<size_t>(lane_);
+    torch::jit::Stack stack;
+    for (const CapturedArgs::Arg& arg : captured.args) {
+      if (arg.kind == CapturedArgs::Arg::Kind::kTensorList) {
+        stack.emplace_back(c10::List<at::Tensor>({slot_view(arg.first_tensor + lane)}));
+      } else if (arg.kind == CapturedArgs::Arg::Kind::kTensor) {
+        const CapturedArgs::Tensor& element = captured.tensors[arg.first_tensor];
+        stack.emplace_back(element.snapshot.defined() ? slot_view(arg.first_tensor) : element.host);
+      } else if (arg.value.isList()) {  // a scalar per lane
+        c10::impl::GenericList one(arg.value.toList().elementType());
+        one.push_back(arg.value.toList().get(lane));
+        stack.emplace_back(std::move(one));
+      } else {
+        stack.push_back(arg.value);
+      }
+    }
+    if (queued_->targets.empty()) {  // in place
+      call_cpu(queued_->cpu_op, stack);
+      return;
+    }
+    const at::Tensor out = slot_view(captured.tensors.size() + lane);
+    if (lane_out_variant_.has_value()) {
+      stack.emplace_back(c10::List<at::Tensor>({out}));
+      call_cpu(*lane_out_variant_, stack);
+    } else {
+      call_cpu(queued_->cpu_op, stack);
+      out.copy_(stack.front().toTensorList().get(0));
+    }
+  }
+
   const char* name_;
   std::shared_ptr<const QueuedOp> queued_;
   std::vector<int64_t> shape_;
@@ -67,6 +106,8 @@ class QueuedPointwiseOp : public executors::host::FusibleOp {
   executors::host::PointwiseExpression expression_;
   bool has_expression_ = false;
   bool reduces_rows_ = false;
+  int lane_ = -1;
+  std::optional<c10::OperatorHandle> lane_out_variant_;  // a functional multi-tensor op's out=
 };
 
 using executors::host::PointwiseExpression;
@@ -81,7 +122,8 @@ struct ExpressionRule {
   int alpha_arg = -1;
 };
 
-// "aten::add_.Tensor" -> "add" and "Tensor".
+// "aten::add_.Tensor" -> "add" and "Tensor". A multi-tensor op's lane is its per-tensor op:
+// "aten::_foreach_add_.List" -> "add" and "Tensor" (a list of scalars: "Scalar").
 std::pair<std::string, std::string> base_and_overload(const std::string& name) {
   std::string base = name.substr(name.find("::") + 2);
   std::string overload;
@@ -90,6 +132,13 @@ std::pair<std::string, std::string> base_and_overload(const std::string& name) {
     base.resize(dot);
   }
   if (!base.empty() && base.back() == '_') base.pop_back();
+  if (base.rfind("_foreach_", 0) == 0) {
+    base = base.substr(9);
+    static const std::map<std::string, std::string> kLaneOverloads = {
+        {"List", "Tensor"}, {"ScalarList", "Scalar"}, {"List_out", "Tensor_out"},
+        {"ScalarList_out", "Scalar_out"}};
+    if (auto found = kLaneOverloads.find(overload); found != kLaneOverloads.end()) overload = found->second;
+  }
   return {base, overload};
 }
 
@@ -127,9 +176,10 @@ std::optional<ExpressionRule> expression_rule(const std::string& name) {
   return found->second;
 }
 
-// The op's expression, when every operand is a chip tensor or a single known value.
+// The op's expression (of lane `lane` of a multi-tensor op), when every operand is a chip tensor
+// or a single known value.
 std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const QueuedOp& queued,
-                                                 const QueuedPointwiseOp& op) {
+                                                 const QueuedPointwiseOp& op, int lane = -1) {
   const std::optional<ExpressionRule> rule = expression_rule(plan.name);
   if (!rule) return std::nullopt;
   const CapturedArgs& captured = queued.captured;
@@ -140,7 +190,13 @@ std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const Queue
     if (a >= captured.args.size()) return std::nullopt;
     const CapturedArgs::Arg& arg = captured.args[a];
     PointwiseOperand operand;
-    if (arg.kind == CapturedArgs::Arg::Kind::kTensor) {
+    if (arg.kind == CapturedArgs::Arg::Kind::kTensorList && lane >= 0) {
+      operand.tensor = op.tensor_at_slot(arg.first_tensor + static_cast<size_t>(lane));
+    } else if (arg.kind == CapturedArgs::Arg::Kind::kValue && arg.value.isList() && lane >= 0) {
+      const c10::IValue element = arg.value.toList().get(static_cast<size_t>(lane));
+      if (!element.isScalar()) return std::nullopt;
+      operand.constant = static_cast<float>(element.toScalar().toDouble());
+    } else if (arg.kind == CapturedArgs::Arg::Kind::kTensor) {
       const CapturedArgs::Tensor& element = captured.tensors[arg.first_tensor];
       if (element.snapshot.defined()) {
         operand.tensor = op.tensor_at_slot(arg.first_tensor);
@@ -162,13 +218,22 @@ std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const Queue
     expression.operands.push_back(operand);
   }
   if (rule->alpha_arg >= 0 && static_cast<size_t>(rule->alpha_arg) < captured.args.size()) {
-    const c10::IValue& alpha = captured.args[static_cast<size_t>(rule->alpha_arg)].value;
+    c10::IValue alpha = captured.args[static_cast<size_t>(rule->alpha_arg)].value;
+    if (alpha.isList() && lane >= 0) alpha = alpha.toList().get(static_cast<size_t>(lane));
     if (!alpha.isScalar()) return std::nullopt;
     expression.alpha = static_cast<float>(alpha.toScalar().toDouble());
   }
   // The written tensor: the out= target we allocated, or the argument the op writes (self for
-  // in-place ops, `out` for out= calls).
-  if (queued.use_out_variant) {
+  // in-place ops, `out` for out= calls); a lane's element of them.
+  if (lane >= 0) {
+    const auto element = static_cast<size_t>(lane);
+    if (!queued.targets.empty()) {
+      expression.output = op.tensor_at_slot(captured.tensors.size() + element);
+    } else if (!plan.written_args.empty() && plan.written_args[0] &&
+               captured.args[0].kind == CapturedArgs::Arg::Kind::kTensorList) {
+      expression.output = op.tensor_at_slot(captured.args[0].first_tensor + element);
+    }
+  } else if (queued.use_out_variant) {
     expression.output = op.tensor_at_slot(captured.tensors.size());
   } else {
     for (size_t a = 0; a < plan.written_args.size() && a < captured.args.size(); ++a) {
@@ -271,6 +336,43 @@ std::shared_ptr<const engine::OpDescription> describe_op(
   };
   for (const ArgTensor& arg : captured_tensors) add_ref(*arg.tensor, arg.written);
   for (const at::Tensor& tensor : fresh) add_ref(tensor, true);
+
+  // A pointwise multi-tensor op: one lane per list element, which the planner may fuse with
+  // the same lane of the multi-tensor ops around it (engine/program_plan.h).
+  if (plan.name.rfind("aten::_foreach_", 0) == 0 &&
+      is_pointwise_op("aten::" + base_and_overload(plan.name).first)) {
+    std::optional<size_t> count;
+    bool same_lengths = true;
+    for (const CapturedArgs::Arg& arg : captured.args) {
+      if (arg.kind != CapturedArgs::Arg::Kind::kTensorList) continue;
+      if (count.has_value() && *count != arg.tensor_count) same_lengths = false;
+      count = arg.tensor_count;
+    }
+    if (!count.has_value() || !same_lengths || (!fresh.empty() && fresh.size() != *count)) {
+      return description;
+    }
+    for (size_t lane = 0; lane < *count; ++lane) {
+      const at::Tensor& output = fresh.empty() ? *captured_tensors[captured.args[0].first_tensor + lane].tensor
+                                               : fresh[lane];
+      auto op = std::make_shared<QueuedPointwiseOp>(
+          plan.name.c_str(), queued, output.sizes().vec(), false, static_cast<int>(lane),
+          fresh.empty() ? std::nullopt : plan.out_variant);
+      for (const CapturedArgs::Arg& arg : captured.args) {
+        if (arg.kind == CapturedArgs::Arg::Kind::kValue) continue;
+        const size_t slot = arg.first_tensor + (arg.kind == CapturedArgs::Arg::Kind::kTensorList ? lane : 0);
+        const ArgTensor& tensor = captured_tensors[slot];
+        if (is_tpu_tensor(*tensor.tensor)) {
+          op->add(slot, captured.tensors[slot].snapshot, *tensor.tensor, tensor.written, tensor.read);
+        }
+      }
+      if (!fresh.empty()) op->add(captured.tensors.size() + lane, queued->targets[lane], fresh[lane], true, false);
+      if (auto expression = expression_of(plan, *queued, *op, static_cast<int>(lane))) {
+        op->set_expression(std::move(*expression));
+      }
+      description->lanes.push_back(std::move(op));
+    }
+    return description;
+  }
 
   // Pointwise ops with one output shape, and reductions of rows, writing through out= or in
   // place, can be fused.

@@ -175,3 +175,69 @@ def test_a_cpu_tensor_of_scalars_is_read_as_on_cpu(mode):
     torch._foreach_addcdiv_(cpu, num, den, scalars)
     torch._foreach_addcdiv_(tpu, to_tpu(num), to_tpu(den), scalars)
     assert_same(tpu, cpu)
+
+
+# --- fused mode: consecutive multi-tensor ops fuse lane by lane -----------------------------
+
+def adamw_like(params, grads, exp_avgs, exp_avg_sqs):
+    torch._foreach_mul_(params, 1 - 1e-3 * 0.01)
+    torch._foreach_lerp_(exp_avgs, grads, 0.1)
+    torch._foreach_mul_(exp_avg_sqs, 0.999)
+    torch._foreach_addcmul_(exp_avg_sqs, grads, grads, 0.001)
+    denominators = torch._foreach_sqrt(exp_avg_sqs)
+    torch._foreach_div_(denominators, [0.9 + 0.01 * i for i in range(len(params))])
+    torch._foreach_add_(denominators, 1e-8)
+    torch._foreach_addcdiv_(params, exp_avgs, denominators, [-1e-3 * (i + 1) for i in range(len(params))])
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_fused_mode_runs_an_adamw_update_as_one_kernel_per_parameter(dtype):
+    shapes = [(64, 32), (32,), (7, 5, 3), (1,)]
+    generator = torch.Generator().manual_seed(3)
+    state = [[torch.randn(shape, generator=generator).to(dtype) for shape in shapes] for _ in range(4)]
+    state[3] = [t.abs() for t in state[3]]
+    strict = to_tpu(state)
+    adamw_like(*strict)
+    strict = [[t.cpu() for t in group] for group in strict]
+    torch_tpu.set_mode("fused")
+    fused = to_tpu(state)
+    torch.tpu.synchronize()
+    torch_tpu.reset_metrics()
+    adamw_like(*fused)
+    torch.tpu.synchronize()
+    counters = torch_tpu.metrics()["fusion"]
+    assert counters["fused_kernels_run"] == len(shapes)  # one per parameter, all 8 ops in it
+    assert counters["interpreted_kernel_runs"] == len(shapes)  # in the register loop
+    # The square roots never take chip memory.
+    assert counters["bytes_never_allocated"] >= sum(t.numel() * t.element_size() for t in state[0])
+    for got, expected in zip(fused, strict):
+        for g, e in zip(got, expected):
+            assert torch.equal(g.cpu(), e)
+
+
+def test_functional_lanes_and_lanes_without_a_register_form_match_strict():
+    cpu = [torch.rand(n, 4) + 0.5 for n in (3, 1, 6)]
+    def chain(xs):
+        ys = torch._foreach_add(xs, 1.0)
+        zs = torch._foreach_pow(ys, 1.5)  # no register form: runs its CPU kernel per lane
+        return torch._foreach_mul(zs, ys)
+    strict = [t.cpu() for t in chain(to_tpu(cpu))]
+    torch_tpu.set_mode("fused")
+    torch_tpu.reset_metrics()
+    fused = [t.cpu() for t in chain(to_tpu(cpu))]
+    assert torch_tpu.metrics()["fusion"]["fused_kernels_run"] == len(cpu)
+    for f, s in zip(fused, strict):
+        assert torch.equal(f, s)
+
+
+def test_lanes_that_share_a_written_tensor_do_not_fuse():
+    cpu = torch.randn(5)
+    def chain(t):
+        torch._foreach_mul_([t, t], 2.0)
+        torch._foreach_add_([t, t], 1.0)
+        return t
+    expected = chain(cpu.clone())
+    torch_tpu.set_mode("fused")
+    torch_tpu.reset_metrics()
+    assert_same(chain(cpu.to("tpu")), expected)
+    assert torch_tpu.metrics()["fusion"]["fused_kernels_run"] == 0

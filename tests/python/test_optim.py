@@ -55,7 +55,7 @@ def train(model, optimizer, data, steps):
 
 @pytest.mark.parametrize("implementation", sorted(IMPLEMENTATIONS))
 @pytest.mark.parametrize("name", sorted(OPTIMIZERS))
-def test_five_steps_match_cpu(name, implementation):
+def test_five_steps_match_cpu(name, implementation, mode):
     optimizer_class, options = OPTIMIZERS[name]
     model_cpu, data = model_and_data()
     model_tpu = to_tpu_copy(model_cpu)
