@@ -250,8 +250,10 @@ std::shared_ptr<const OpDescription> describe_storages(
 void launch_described(int device, const char* op_name, runtime::Task task,
                       std::shared_ptr<const OpDescription> description, bool host_waits_next) {
   runtime::Stream& stream = current_stream(device);
-  // A non-fusible op is where a program may end early (runtime::kSoftPendingTasks).
-  const bool boundary = !host_waits_next && (description == nullptr || description->fusible == nullptr);
+  // A non-fusible op is where a program may end early (runtime::kSoftPendingTasks); a
+  // multi-tensor op with lanes may fuse with the next one.
+  const bool boundary = !host_waits_next && (description == nullptr ||
+                                             (description->fusible == nullptr && description->lanes.empty()));
   stream.enqueue(op_name, std::move(task), std::move(description), boundary);
   count_op_launched();
   if (current_mode() == ExecutionMode::kDebug) sync_stream(stream, "debug_mode");

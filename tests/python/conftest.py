@@ -39,6 +39,18 @@ def _strict_mode_and_fresh_metrics():
     torch_tpu.set_mode("strict")  # synchronizes every chip first
 
 
+@pytest.fixture
+def fused_mode():
+    """Runs the test in fused mode with fresh counters (module-wide: pytestmark usefixtures)."""
+    torch_tpu.set_mode("fused")
+    torch_tpu.reset_metrics()
+
+
+def fusion():
+    """Fused mode's counters (torch_tpu.metrics()["fusion"])."""
+    return torch_tpu.metrics()["fusion"]
+
+
 @pytest.fixture(params=MODES)
 def mode(request):
     """Runs the test once per execution mode; the autouse fixture restores Strict after."""

@@ -10,17 +10,22 @@ import torch
 import torch.nn.functional as F
 
 import torch_tpu
-from conftest import assert_tpu_close, cpu_and_tpu, run_python_ok
+from conftest import assert_tpu_close, cpu_and_tpu, fusion, run_python_ok
 
 
-@pytest.fixture(autouse=True)
-def _fused_mode():
+pytestmark = pytest.mark.usefixtures("fused_mode")
+
+
+def strict_then_fused(fn, inputs):
+    """fn's results (on CPU) for tpu copies of the CPU tensors `inputs`: first in Strict, then
+    in fused mode with fresh counters."""
+    torch_tpu.set_mode("strict")
+    strict = [t.cpu() for t in fn(*(t.tpu() for t in inputs))]
     torch_tpu.set_mode("fused")
+    tensors = [t.tpu() for t in inputs]
+    torch.tpu.synchronize()
     torch_tpu.reset_metrics()
-
-
-def fusion():
-    return torch_tpu.metrics()["fusion"]
+    return strict, [t.cpu() for t in fn(*tensors)]
 
 
 def pointwise_chain(x, links):
@@ -350,14 +355,7 @@ def test_clusters_of_aten_kernels_give_strict_bits_at_every_chunking(shape):
         return p, m, q / q.sum(-1, keepdim=True)
 
     generator = torch.Generator().manual_seed(5)
-    inputs = [torch.randn(shape, generator=generator) for _ in range(3)]
-    torch_tpu.set_mode("strict")
-    strict = [t.cpu() for t in optimizer_like(*(t.tpu() for t in inputs))]
-    torch_tpu.set_mode("fused")
-    tensors = [t.tpu() for t in inputs]
-    torch.tpu.synchronize()
-    torch_tpu.reset_metrics()
-    fused = [t.cpu() for t in optimizer_like(*tensors)]
+    strict, fused = strict_then_fused(optimizer_like, [torch.randn(shape, generator=generator) for _ in range(3)])
     for got, expected in zip(fused, strict):
         assert torch.equal(got, expected)
     assert fusion()["fused_kernels_run"] >= 1
@@ -405,13 +403,7 @@ def test_fused_lerp_addcmul_addcdiv_are_atens_fused_multiply_adds(dtype):
         w = torch.lerp(p, grad, 0.75) + torch.lerp(m, p, v.clamp(0, 1)) - torch.addcmul(p, m, v)
         return p, m, v, w
 
-    torch_tpu.set_mode("strict")
-    strict = [t.cpu() for t in update(*(t.tpu() for t in inputs))]
-    torch_tpu.set_mode("fused")
-    tensors = [t.tpu() for t in inputs]
-    torch.tpu.synchronize()
-    torch_tpu.reset_metrics()
-    fused = [t.cpu() for t in update(*tensors)]
+    strict, fused = strict_then_fused(update, inputs)
     for got, expected in zip(fused, strict):
         assert torch.equal(got, expected)
     assert fusion()["fused_kernels_run"] == 1

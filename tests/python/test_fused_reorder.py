@@ -9,17 +9,10 @@ import torch
 import torch.nn.functional as F
 
 import torch_tpu
-from conftest import cpu_and_tpu
+from conftest import cpu_and_tpu, fusion
 
 
-@pytest.fixture(autouse=True)
-def _fused_mode():
-    torch_tpu.set_mode("fused")
-    torch_tpu.reset_metrics()
-
-
-def fusion():
-    return torch_tpu.metrics()["fusion"]
+pytestmark = pytest.mark.usefixtures("fused_mode")
 
 
 def fresh_counters():

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 #include <vector>
 
 #include <ATen/Parallel.h>
@@ -132,25 +133,32 @@ void scatter_steps(T* base, const float* in, c10::IntArrayRef shape, c10::IntArr
   });
 }
 
+// Calls f(std::integral_constant<int64_t, kStep>) for `step`: the common steps as themselves,
+// any other as -1.
+template <typename F>
+void with_step(int64_t step, F&& f) {
+  switch (step) {
+    case 0: return f(std::integral_constant<int64_t, 0>{});
+    case 1: return f(std::integral_constant<int64_t, 1>{});
+    case 2: return f(std::integral_constant<int64_t, 2>{});
+    default: return f(std::integral_constant<int64_t, -1>{});
+  }
+}
+
 template <typename T>
 void gather_as(float* out, const T* base, c10::IntArrayRef shape, c10::IntArrayRef strides,
                int64_t begin, int64_t n) {
-  switch (strides.back()) {
-    case 0: return gather_steps<0>(out, base, shape, strides, begin, n);
-    case 1: return gather_steps<1>(out, base, shape, strides, begin, n);
-    case 2: return gather_steps<2>(out, base, shape, strides, begin, n);
-    default: return gather_steps<-1>(out, base, shape, strides, begin, n);
-  }
+  with_step(strides.back(), [&](auto step) {
+    gather_steps<decltype(step)::value>(out, base, shape, strides, begin, n);
+  });
 }
 
 template <typename T>
 void scatter_as(T* base, const float* in, c10::IntArrayRef shape, c10::IntArrayRef strides,
                 int64_t begin, int64_t n) {
-  switch (strides.back()) {
-    case 1: return scatter_steps<1>(base, in, shape, strides, begin, n);
-    case 2: return scatter_steps<2>(base, in, shape, strides, begin, n);
-    default: return scatter_steps<-1>(base, in, shape, strides, begin, n);
-  }
+  with_step(strides.back(), [&](auto step) {
+    scatter_steps<decltype(step)::value>(base, in, shape, strides, begin, n);
+  });
 }
 
 // Elements [begin, begin + n) of a strided register into a block buffer, and back.
