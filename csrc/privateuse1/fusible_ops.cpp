@@ -1,5 +1,7 @@
 #include "privateuse1/fusible_ops.h"
 
+#include "privateuse1/queued_pointwise_op.h"
+
 #include <limits>
 #include <map>
 #include <optional>
@@ -9,106 +11,11 @@
 namespace torch_tpu::privateuse1 {
 namespace {
 
-using executors::host::FusedTensor;
 using executors::host::StorageRef;
 
 bool is_tpu_tensor(const at::Tensor& tensor) {
   return tensor.defined() && tensor.device().type() == c10::DeviceType::PrivateUse1;
 }
-
-int64_t offset_bytes(const at::Tensor& tensor) {
-  return tensor.storage_offset() * static_cast<int64_t>(tensor.element_size());
-}
-
-// A pointwise op as the fused loop engine runs it: the queued op, run with chunk views. For a
-// multi-tensor op, one lane: the op on element `lane` of each of its lists (and of its list of
-// scalars), run as the same op on one-element lists.
-class QueuedPointwiseOp : public executors::host::FusibleOp {
- public:
-  QueuedPointwiseOp(const char* name, std::shared_ptr<const QueuedOp> queued,
-                    std::vector<int64_t> shape, bool reduces_rows = false, int lane = -1,
-                    std::optional<c10::OperatorHandle> lane_out_variant = std::nullopt)
-      : name_(name), queued_(std::move(queued)), shape_(std::move(shape)),
-        reduces_rows_(reduces_rows), lane_(lane), lane_out_variant_(std::move(lane_out_variant)) {}
-
-  // Adds the tensor at `slot` (captured tensors, then targets) of the queued op. Arguments are
-  // read (an in-place op's self too), except out= arguments; fresh targets are only written.
-  void add(size_t slot, const executors::host::TensorSnapshot& snapshot, const at::Tensor& tensor,
-           bool written, bool read) {
-    if (slot >= tensor_at_slot_.size()) tensor_at_slot_.resize(slot + 1, -1);
-    tensor_at_slot_[slot] = static_cast<int>(tensors_.size());
-    tensors_.push_back(FusedTensor{&snapshot, tensor.storage().unsafeGetStorageImpl(),
-                                   offset_bytes(tensor), written, read});
-  }
-  // The fused index of the tensor at `slot`, or -1.
-  int tensor_at_slot(size_t slot) const {
-    return slot < tensor_at_slot_.size() ? tensor_at_slot_[slot] : -1;
-  }
-  void set_expression(executors::host::PointwiseExpression expression) {
-    expression_ = std::move(expression);
-    has_expression_ = true;
-  }
-  const executors::host::PointwiseExpression* expression() const override {
-    return has_expression_ ? &expression_ : nullptr;
-  }
-
-  const char* name() const override { return name_; }
-  c10::IntArrayRef iteration_shape() const override { return shape_; }
-  bool reduces_rows() const override { return reduces_rows_; }
-  const std::vector<FusedTensor>& tensors() const override { return tensors_; }
-  void run(const std::function<at::Tensor(size_t)>& view) const override {
-    const auto slot_view = [&](size_t slot) { return view(static_cast<size_t>(tensor_at_slot_[slot])); };
-    if (lane_ >= 0) {
-      run_lane(slot_view);
-    } else {
-      run_queued_on(*queued_, slot_view);
-    }
-  }
-
- private:
-  void run_lane(const std::function<at::Tensor(size_t)>& slot_view) const {
-    const CapturedArgs& captured = queued_->captured;
-    const auto lane = static_cast<size_t>(lane_);
-    torch::jit::Stack stack;
-    for (const CapturedArgs::Arg& arg : captured.args) {
-      if (arg.kind == CapturedArgs::Arg::Kind::kTensorList) {
-        stack.emplace_back(c10::List<at::Tensor>({slot_view(arg.first_tensor + lane)}));
-      } else if (arg.kind == CapturedArgs::Arg::Kind::kTensor) {
-        const CapturedArgs::Tensor& element = captured.tensors[arg.first_tensor];
-        stack.emplace_back(element.snapshot.defined() ? slot_view(arg.first_tensor) : element.host);
-      } else if (arg.value.isList()) {  // a scalar per lane
-        c10::impl::GenericList one(arg.value.toList().elementType());
-        one.push_back(arg.value.toList().get(lane));
-        stack.emplace_back(std::move(one));
-      } else {
-        stack.push_back(arg.value);
-      }
-    }
-    if (queued_->targets.empty()) {  // in place
-      call_cpu(queued_->cpu_op, stack);
-      return;
-    }
-    const at::Tensor out = slot_view(captured.tensors.size() + lane);
-    if (lane_out_variant_.has_value()) {
-      stack.emplace_back(c10::List<at::Tensor>({out}));
-      call_cpu(*lane_out_variant_, stack);
-    } else {
-      call_cpu(queued_->cpu_op, stack);
-      out.copy_(stack.front().toTensorList().get(0));
-    }
-  }
-
-  const char* name_;
-  std::shared_ptr<const QueuedOp> queued_;
-  std::vector<int64_t> shape_;
-  std::vector<int> tensor_at_slot_;  // slot (captured tensors, then targets) -> tensors_ index
-  std::vector<FusedTensor> tensors_;
-  executors::host::PointwiseExpression expression_;
-  bool has_expression_ = false;
-  bool reduces_rows_ = false;
-  int lane_ = -1;
-  std::optional<c10::OperatorHandle> lane_out_variant_;  // a functional multi-tensor op's out=
-};
 
 using executors::host::PointwiseExpression;
 using executors::host::PointwiseOpcode;
