@@ -168,19 +168,12 @@ class Planner {
     const size_t after = members.back() + 1;
     // A storage stays in scratch if the cluster writes it, no tensor refers to it any more and
     // no later op touches it. (Passed ops, which run first, never touch what earlier members
-    // write: may_pass.)
+    // write: may_pass. A lane's cluster is only asked about storages that lane writes, which no
+    // other lane touches: plan_lanes.)
     const auto internal = [&](const c10::StorageImpl* storage) {
       for (const uint32_t k : members) {
         const OpDescription& writer = *description_of(pending_[k]);
         const auto* ref = find_ref(writer, storage);
-        if (ref != nullptr && ref->written && lane >= 0) {
-          // Only this lane writes it (plan_lanes): the lane's own tensors decide.
-          bool written_here = false;
-          for (const auto& tensor : writer.lanes[static_cast<size_t>(lane)]->tensors()) {
-            written_here = written_here || (tensor.storage == storage && tensor.written);
-          }
-          if (!written_here) continue;
-        }
         if (ref != nullptr && ref->written) return dead(writer, storage) && !touched_from(pending_, after, storage);
       }
       return false;

@@ -5,6 +5,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 
@@ -85,9 +86,18 @@ std::optional<ExpressionRule> expression_rule(const std::string& name) {
 
 // The op's expression (of lane `lane` of a multi-tensor op), when every operand is a chip tensor
 // or a single known value.
+// The plan's rule, parsed from its name once per op and thread rather than on every recorded
+// call (and every lane of a multi-tensor call).
+const std::optional<ExpressionRule>& rule_of(const OpPlan& plan) {
+  thread_local std::unordered_map<const OpPlan*, std::optional<ExpressionRule>> rules;
+  auto found = rules.find(&plan);
+  if (found == rules.end()) found = rules.emplace(&plan, expression_rule(plan.name)).first;
+  return found->second;
+}
+
 std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const QueuedOp& queued,
                                                  const QueuedPointwiseOp& op, int lane = -1) {
-  const std::optional<ExpressionRule> rule = expression_rule(plan.name);
+  const std::optional<ExpressionRule>& rule = rule_of(plan);
   if (!rule) return std::nullopt;
   const CapturedArgs& captured = queued.captured;
   PointwiseExpression expression;
