@@ -36,10 +36,15 @@ namespace torch_tpu::engine {
 namespace {
 
 // Sets the calling thread's intra-op threads. PyTorch initialises each thread's count lazily,
-// from the process-wide setting, on the thread's first parallel kernel; asking it for the
-// count (inside libtorch) runs that initialisation now, so it cannot undo ours later.
+// from the process-wide setting (once a program has called torch.set_num_threads), on the
+// thread's first parallel kernel, so both initialisations must run before ours or they undo
+// it: libtorch's (asking it for the count runs it) and this library's own. The flag that
+// records it is a thread_local of an inline header function, and each shared library keeps
+// its own copy: without the second call, the first fused kernel's parallel loop on a worker
+// reset the worker to the process-wide count and started a second OpenMP team.
 void use_threads_on_this_thread(int threads) {
   at::get_num_threads();
+  at::internal::lazy_init_num_threads();
   if (omp_set_num_threads != nullptr) omp_set_num_threads(threads);
   if (MKL_Set_Num_Threads_Local != nullptr) MKL_Set_Num_Threads_Local(threads);
 }

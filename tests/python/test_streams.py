@@ -186,10 +186,14 @@ for _ in range(3):
     a @ a                                   # the main thread's team (one helper thread)
 threads_before = len(os.listdir("/proc/self/task"))
 w = torch.randn(256, 256, device="tpu", requires_grad=True)
-for mode in ("strict", "debug"):
+for mode in ("strict", "debug", "fused"):
     torch_tpu.set_mode(mode)
     for _ in range(3):
-        (w @ w).relu().sum().backward()     # worker, host takeover, autograd thread
+        # worker, host takeover, autograd thread; in fused mode the worker also runs fused
+        # kernels, whose parallel loops are compiled into torch_tpu, not libtorch
+        ((w @ w).relu() * 2 + 1).sum().backward()
+        torch.tpu.synchronize()
+        (w * 3 + 1).tanh().sum().item()     # flushed while the worker may still be busy
     torch.tpu.synchronize()
 threads_after = len(os.listdir("/proc/self/task"))
 print(threads_after - threads_before)
