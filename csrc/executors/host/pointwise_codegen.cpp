@@ -120,9 +120,6 @@ TORCH_TPU_LANES(vrsqrt, 1.0f / std::sqrt(x))
 typedef void (*InPlace)(float*, int64_t);
 struct VectorMath { InPlace exp; InPlace vectorized_exp; InPlace sqrt; InPlace vectorized_tanh; };
 inline float apply1(InPlace f, float x) { f(&x, 1); return x; }
-inline vf vapply(InPlace f, vf v) { f(reinterpret_cast<float*>(&v), kLanes); return v; }
-inline vf vsigmoid(InPlace e, vf v) { return bc(1.0f) / (bc(1.0f) + vapply(e, -v)); }
-inline vf vsilu(InPlace e, vf v) { return v / (bc(1.0f) + vapply(e, -v)); }
 }  // namespace
 )";
 
@@ -175,6 +172,40 @@ std::string expression(const PointwiseInstruction& instruction) {
   return "";
 }
 
+// Exp and tanh are the caller's array functions (VectorMath). The vector loop calls one on
+// all kTiles vectors of a step at once, through a stack array: a call per vector cost more
+// than the arithmetic, as every live vector register is spilled around a call.
+struct VectorFunction {
+  const char* function = nullptr;  // VectorMath member
+  bool negated = false;            // applied to -x (sigmoid, silu)
+};
+
+VectorFunction vector_function(PointwiseOpcode opcode) {
+  switch (opcode) {
+    case PointwiseOpcode::kExp: return {"vectorized_exp", false};
+    case PointwiseOpcode::kTanh: return {"vectorized_tanh", false};
+    case PointwiseOpcode::kSigmoid:
+    case PointwiseOpcode::kSilu: return {"vectorized_exp", true};
+    default: return {};
+  }
+}
+
+std::string function_value(int t) { return "vload_f32(fv, " + std::to_string(t) + " * kLanes)"; }
+
+// Fills the stack array `fv` with the function's values on every tile of the instruction's
+// operand.
+std::string vector_function_call(const PointwiseInstruction& instruction, const VectorFunction& f) {
+  const int buffer = instruction.operands[0];
+  std::string code;
+  for (int t = 0; t < kTiles; ++t) {
+    const std::string x = buffer >= 0 ? "b" + std::to_string(buffer) + "_" + std::to_string(t)
+                                      : "bc(c" + std::to_string(instruction.constant_slots[0]) + ")";
+    code += "    vstore_f32(fv, " + std::to_string(t) + " * kLanes, " + (f.negated ? "-" : "") + x + ");\n";
+  }
+  return code + "    math->" + f.function + "(reinterpret_cast<float*>(fv), " + std::to_string(kTiles) +
+         " * kLanes);\n";
+}
+
 // The instruction on tile `t` of the vector loop. Constants stay scalars where an operator
 // accepts one, and are broadcast (bc) where a helper wants a vector.
 std::string vector_expression(const PointwiseInstruction& instruction, int t) {
@@ -206,10 +237,11 @@ std::string vector_expression(const PointwiseInstruction& instruction, int t) {
     case PointwiseOpcode::kReciprocal: return "(bc(1.0f) / " + vec(0) + ")";
     case PointwiseOpcode::kSqrt: return "vsqrt(" + vec(0) + ")";
     case PointwiseOpcode::kRsqrt: return "vrsqrt(" + vec(0) + ")";
-    case PointwiseOpcode::kExp: return "vapply(math->vectorized_exp, " + vec(0) + ")";
-    case PointwiseOpcode::kTanh: return "vapply(math->vectorized_tanh, " + vec(0) + ")";
-    case PointwiseOpcode::kSigmoid: return "vsigmoid(math->vectorized_exp, " + vec(0) + ")";
-    case PointwiseOpcode::kSilu: return "vsilu(math->vectorized_exp, " + vec(0) + ")";
+    // The function's value on the tile, computed for all tiles at once (vector_function).
+    case PointwiseOpcode::kExp:
+    case PointwiseOpcode::kTanh: return function_value(t);
+    case PointwiseOpcode::kSigmoid: return "(bc(1.0f) / (bc(1.0f) + " + function_value(t) + "))";
+    case PointwiseOpcode::kSilu: return "(" + vec(0) + " / (bc(1.0f) + " + function_value(t) + "))";
     case PointwiseOpcode::kAddcmul:
       return "vaddcmul(" + vec(0) + ", " + vec(1) + ", " + vec(2) + ", " + (alpha.empty() ? "1.0f" : alpha) + ")";
     case PointwiseOpcode::kAddcdiv:
@@ -281,8 +313,16 @@ std::string pointwise_kernel_source(const PointwiseProgram& program) {
           << ", i + " << t << " * kLanes);\n";
     }
   }
+  bool declared_function_values = false;
   for (const PointwiseInstruction& instruction : program.instructions) {
     const bool round = instruction.dtype == c10::kBFloat16 && !program.excess_precision;
+    if (const VectorFunction f = vector_function(instruction.opcode); f.function != nullptr) {
+      if (!declared_function_values) {
+        out << "    alignas(64) char fv[" << kTiles << " * sizeof(vf)];\n";
+        declared_function_values = true;
+      }
+      out << vector_function_call(instruction, f);
+    }
     for (int t = 0; t < kTiles; ++t) {
       const std::string value = vector_expression(instruction, t);
       out << "    b" << instruction.output << "_" << t << " = "
