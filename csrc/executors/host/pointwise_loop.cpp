@@ -107,6 +107,19 @@ void for_each_run(c10::IntArrayRef shape, c10::IntArrayRef strides, int64_t begi
   }
 }
 
+// A float32 run that is a plain copy or a broadcast value, with the CPU's widest vectors (this
+// file is otherwise built for baseline x86-64, whose 16-byte stores made these runs cost more
+// than the arithmetic on the block).
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void fill_floats(float* out, float value, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = value;
+}
+
+__attribute__((target_clones("avx512f", "avx2", "default")))
+void gather_every_other_float(float* out, const float* in, int64_t n) {
+  for (int64_t i = 0; i < n; ++i) out[i] = in[2 * i];
+}
+
 // Runs of the last dim, `kStep` elements apart in memory (-1: strides.back(), read at run
 // time). The common steps are compile-time constants so the compiler vectorizes them: 1 (a row
 // of a transposed view), 2 (x[..., 0::2]) and 0 (broadcast along the last dim).
@@ -117,7 +130,15 @@ void gather_steps(float* out, const T* base, c10::IntArrayRef shape, c10::IntArr
   for_each_run(shape, strides, begin, n, [&](int64_t position, int64_t offset, int64_t length) {
     const T* in = base + offset;
     float* to = out + position;
-    for (int64_t i = 0; i < length; ++i) to[i] = static_cast<float>(in[i * step]);
+    if constexpr (std::is_same_v<T, float> && kStep == 0) {
+      fill_floats(to, *in, length);
+    } else if constexpr (std::is_same_v<T, float> && kStep == 1) {
+      std::memcpy(to, in, static_cast<size_t>(length) * sizeof(float));
+    } else if constexpr (std::is_same_v<T, float> && kStep == 2) {
+      gather_every_other_float(to, in, length);
+    } else {
+      for (int64_t i = 0; i < length; ++i) to[i] = static_cast<float>(in[i * step]);
+    }
   });
 }
 
@@ -128,6 +149,10 @@ void scatter_steps(T* base, const float* in, c10::IntArrayRef shape, c10::IntArr
   for_each_run(shape, strides, begin, n, [&](int64_t position, int64_t offset, int64_t length) {
     T* out = base + offset;
     const float* from = in + position;
+    if constexpr (std::is_same_v<T, float> && kStep == 1) {
+      std::memcpy(out, from, static_cast<size_t>(length) * sizeof(float));
+      return;
+    }
     // c10's conversions round as load()/store() do (nearest even, NaN kept quiet).
     for (int64_t i = 0; i < length; ++i) out[i * step] = static_cast<T>(from[i]);
   });
