@@ -158,7 +158,11 @@ void Stream::queue(const char* op_name, Task task, bool reclaim) {
   // seq_cst pairs with wait_for_work(): either the worker sees this count, or this thread
   // sees the worker asleep and wakes it.
   enqueued_.fetch_add(1, std::memory_order_seq_cst);
-  if (worker_sleeping_.load(std::memory_order_seq_cst)) {
+  // A host taking over runs the task itself: waking the worker then only cost a futex round
+  // trip and a core that the host's thread team needed. The host wakes the worker for what is
+  // left when it stops (wake_worker_for_leftover_work).
+  if (worker_sleeping_.load(std::memory_order_seq_cst) &&
+      host_wants_executor_.load(std::memory_order_seq_cst) == 0) {
     std::lock_guard<std::mutex> lock(mutex_);
     work_ready_.notify_one();
   }
@@ -197,13 +201,24 @@ void Stream::synchronize(const char* reason) {
       std::lock_guard<std::mutex> executor(executor_);
       while (Node* node = pop()) run(*node);
     }
-    host_wants_executor_.fetch_sub(1);
+    host_wants_executor_.fetch_sub(1, std::memory_order_seq_cst);
+    wake_worker_for_leftover_work();
     if (const HostTakeoverHook hook = g_host_takeover_hook.load()) {
       hook(std::chrono::steady_clock::now() - started);
     }
   }
   release_finished_tasks();
   raise_pending_error();
+}
+
+void Stream::wake_worker_for_leftover_work() {
+  // seq_cst pairs with queue(): a producer that saw this host still taking over (and did not
+  // wake the worker) queued before the decrement above, so its task shows in `enqueued_` here.
+  if (enqueued_.load(std::memory_order_seq_cst) != completed_.load(std::memory_order_seq_cst) &&
+      worker_sleeping_.load(std::memory_order_seq_cst)) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    work_ready_.notify_one();
+  }
 }
 
 void Stream::raise_pending_error() {

@@ -152,6 +152,8 @@ class Stream {
   // `reclaim`: delete nodes of run tasks (whose captures may free buffers). Off while the
   // pending lock is held, so no buffer release re-enters it.
   void queue(const char* op_name, Task task, bool reclaim = true);
+  // After a host stops taking over: wakes a sleeping worker if tasks are left.
+  void wake_worker_for_leftover_work();
   void run_worker();
   // Sleeps until work arrives (or stopping); returns false when the worker should exit.
   bool wait_for_work();
