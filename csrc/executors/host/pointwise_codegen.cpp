@@ -3,6 +3,8 @@
 #include <cstdlib>
 #include <sstream>
 
+#include <c10/core/ScalarType.h>
+
 namespace torch_tpu::executors::host {
 namespace {
 
@@ -69,6 +71,7 @@ typedef float vf __attribute__((vector_size(4 * kLanes)));
 typedef uint32_t vu __attribute__((vector_size(4 * kLanes)));
 typedef uint16_t vh __attribute__((vector_size(2 * kLanes)));
 inline vf bc(float x) { return vf{} + x; }
+constexpr int kMaxDims = 16;  // of a strided kernel's iteration (kMaxStridedKernelDims)
 inline vf select(vu mask, vf yes, vf no) { return (vf)(((vu)yes & mask) | ((vu)no & ~mask)); }
 inline vf vload_f32(const char* p, int64_t i) { vf x; std::memcpy(&x, p + 4 * i, sizeof(vf)); return x; }
 inline void vstore_f32(char* p, int64_t i, vf x) { std::memcpy(p + 4 * i, &x, sizeof(vf)); }
@@ -194,15 +197,16 @@ std::string function_value(int t) { return "vload_f32(fv, " + std::to_string(t) 
 
 // Fills the stack array `fv` with the function's values on every tile of the instruction's
 // operand.
-std::string vector_function_call(const PointwiseInstruction& instruction, const VectorFunction& f) {
+std::string vector_function_call(const PointwiseInstruction& instruction, const VectorFunction& f,
+                                 int tiles) {
   const int buffer = instruction.operands[0];
   std::string code;
-  for (int t = 0; t < kTiles; ++t) {
+  for (int t = 0; t < tiles; ++t) {
     const std::string x = buffer >= 0 ? "b" + std::to_string(buffer) + "_" + std::to_string(t)
                                       : "bc(c" + std::to_string(instruction.constant_slots[0]) + ")";
     code += "    vstore_f32(fv, " + std::to_string(t) + " * kLanes, " + (f.negated ? "-" : "") + x + ");\n";
   }
-  return code + "    math->" + f.function + "(reinterpret_cast<float*>(fv), " + std::to_string(kTiles) +
+  return code + "    math->" + f.function + "(reinterpret_cast<float*>(fv), " + std::to_string(tiles) +
          " * kLanes);\n";
 }
 
@@ -269,6 +273,7 @@ bool codegen_supports(const PointwiseProgram& program) {
                           (instruction.opcode == PointwiseOpcode::kSqrt || instruction.opcode == PointwiseOpcode::kExp);
     if (mkl_call) return false;
   }
+  if (program.strided && static_cast<int64_t>(program.shape.size()) > kMaxStridedKernelDims) return false;
   const auto generated = [](c10::ScalarType dtype) {
     return dtype == c10::kFloat || dtype == c10::kBFloat16;
   };
@@ -281,82 +286,184 @@ bool codegen_supports(const PointwiseProgram& program) {
   return true;
 }
 
-std::string pointwise_kernel_source(const PointwiseProgram& program) {
-  std::ostringstream out;
-  out << kPrelude << "extern \"C\" void " << kPointwiseKernelSymbol
-      << "(char* const* data, const float* constants, int64_t begin, int64_t end, const VectorMath* math) {\n";
-  int next_data = 0;
-  std::vector<int> data_of(program.registers.size(), -1);
-  for (size_t r = 0; r < program.registers.size(); ++r) {
-    const PointwiseRegister& reg = program.registers[r];
-    if (!reg.loaded && !reg.stored) continue;
-    data_of[r] = next_data++;
-    out << "  char* const d" << data_of[r] << " = data[" << data_of[r] << "];\n";
+namespace {
+
+// How a generated loop addresses one register (a loaded or stored tensor). Flat programs index
+// every register by the element number `i`. Strided programs run row by row over the
+// iteration shape's last dim: a register is `p<k>`, its address at the row's start, and `j`
+// the element in the row, `kStep` elements apart in memory (0: broadcast along the row).
+struct Addressing {
+  bool rows = false;
+  std::vector<int> data_of;  // register -> index into `data` (-1: neither loaded nor stored)
+  std::vector<int64_t> step_of;  // register -> last-dim step class (strided_step)
+
+  std::string base(size_t r) const { return (rows ? "p" : "d") + std::to_string(data_of[r]); }
+  std::string variable_step(size_t r) const { return "step" + std::to_string(data_of[r]); }
+  // The element index of `position` (an expression) in register r's memory.
+  std::string index(size_t r, const std::string& position) const {
+    if (!rows) return position;
+    switch (step_of[r]) {
+      case 0: return "0";
+      case 1: return position;
+      case 2: return "2 * (" + position + ")";
+      default: return variable_step(r) + " * (" + position + ")";
+    }
   }
-  for (size_t c = 0; c < program.constants.size(); ++c) {
-    out << "  const float c" << c << " = constants[" << c << "];\n";
-  }
-  const auto type_of = [](c10::ScalarType dtype) { return dtype == c10::kBFloat16 ? "bf16" : "f32"; };
-  // Main loop: kTiles vectors of kLanes (the prelude's) elements per step.
-  out << "  int64_t i = begin;\n  for (; i + " << kTiles << " * kLanes <= end; i += " << kTiles
-      << " * kLanes) {\n";
+};
+
+const char* type_of(c10::ScalarType dtype) { return dtype == c10::kBFloat16 ? "bf16" : "f32"; }
+
+std::string tile_position(const Addressing& at, int t) {
+  return std::string(at.rows ? "j" : "i") + " + " + std::to_string(t) + " * kLanes";
+}
+
+// One step of the loop over `tiles` vectors (or one element when tiles == 0): loads, the
+// instructions, stores.
+void emit_step(std::ostringstream& out, const PointwiseProgram& program, const Addressing& at, int tiles) {
+  const bool scalar = tiles == 0;
+  const int count = scalar ? 1 : tiles;
+  const auto value = [](int buffer, int t, bool scalar) {
+    return "b" + std::to_string(buffer) + (scalar ? "" : "_" + std::to_string(t));
+  };
   for (int b = 0; b < program.buffers; ++b) {
-    out << "    vf";
-    for (int t = 0; t < kTiles; ++t) out << (t ? ", " : " ") << "b" << b << "_" << t;
+    out << (scalar ? "    float" : "    vf");
+    for (int t = 0; t < count; ++t) out << (t ? ", " : " ") << value(b, t, scalar);
     out << ";\n";
   }
   for (size_t r = 0; r < program.registers.size(); ++r) {
     const PointwiseRegister& reg = program.registers[r];
     if (!reg.loaded) continue;
-    for (int t = 0; t < kTiles; ++t) {
-      out << "    b" << reg.buffer << "_" << t << " = vload_" << type_of(reg.dtype) << "(d" << data_of[r]
-          << ", i + " << t << " * kLanes);\n";
+    const std::string type = type_of(reg.dtype);
+    for (int t = 0; t < count; ++t) {
+      out << "    " << value(reg.buffer, t, scalar) << " = ";
+      if (scalar) {
+        out << "load_" << type << "(" << at.base(r) << ", " << at.index(r, at.rows ? "j" : "i") << ");\n";
+      } else if (!at.rows || at.step_of[r] == 1) {
+        out << "vload_" << type << "(" << at.base(r) << ", " << tile_position(at, t) << ");\n";
+      } else if (at.step_of[r] == 0) {
+        out << "bc(load_" << type << "(" << at.base(r) << ", 0));\n";
+      } else {  // lane by lane
+        out << "[&] { vf x; for (int l = 0; l < kLanes; ++l) x[l] = load_" << type << "(" << at.base(r)
+            << ", " << at.index(r, tile_position(at, t) + " + l") << "); return x; }();\n";
+      }
     }
   }
   bool declared_function_values = false;
   for (const PointwiseInstruction& instruction : program.instructions) {
     const bool round = instruction.dtype == c10::kBFloat16 && !program.excess_precision;
+    if (scalar) {
+      out << "    b" << instruction.output << " = "
+          << (round ? "round_bf16(" + expression(instruction) + ")" : expression(instruction)) << ";\n";
+      continue;
+    }
     if (const VectorFunction f = vector_function(instruction.opcode); f.function != nullptr) {
       if (!declared_function_values) {
-        out << "    alignas(64) char fv[" << kTiles << " * sizeof(vf)];\n";
+        out << "    alignas(64) char fv[" << count << " * sizeof(vf)];\n";
         declared_function_values = true;
       }
-      out << vector_function_call(instruction, f);
+      out << vector_function_call(instruction, f, count);
     }
-    for (int t = 0; t < kTiles; ++t) {
-      const std::string value = vector_expression(instruction, t);
+    for (int t = 0; t < count; ++t) {
+      const std::string computed = vector_expression(instruction, t);
       out << "    b" << instruction.output << "_" << t << " = "
-          << (round ? "vround_bf16(" + value + ")" : value) << ";\n";
+          << (round ? "vround_bf16(" + computed + ")" : computed) << ";\n";
     }
   }
   for (size_t r = 0; r < program.registers.size(); ++r) {
     const PointwiseRegister& reg = program.registers[r];
     if (!reg.stored) continue;
-    for (int t = 0; t < kTiles; ++t) {
-      out << "    vstore_" << type_of(reg.dtype) << "(d" << data_of[r] << ", i + " << t
-          << " * kLanes, b" << reg.buffer << "_" << t << ");\n";
+    const std::string type = type_of(reg.dtype);
+    for (int t = 0; t < count; ++t) {
+      if (scalar) {
+        out << "    store_" << type << "(" << at.base(r) << ", " << at.index(r, at.rows ? "j" : "i")
+            << ", " << value(reg.buffer, t, true) << ");\n";
+      } else if (!at.rows || at.step_of[r] == 1) {
+        out << "    vstore_" << type << "(" << at.base(r) << ", " << tile_position(at, t) << ", "
+            << value(reg.buffer, t, false) << ");\n";
+      } else {  // lane by lane (a written tensor is never broadcast: step 0 cannot occur)
+        out << "    for (int l = 0; l < kLanes; ++l) store_" << type << "(" << at.base(r) << ", "
+            << at.index(r, tile_position(at, t) + " + l") << ", " << value(reg.buffer, t, false) << "[l]);\n";
+      }
     }
   }
-  out << "  }\n";
-  // The rest, element by element.
-  out << "  for (; i < end; ++i) {\n";
-  for (int b = 0; b < program.buffers; ++b) out << "    float b" << b << ";\n";
+}
+
+}  // namespace
+
+std::string pointwise_kernel_source(const PointwiseProgram& program) {
+  std::ostringstream out;
+  out << kPrelude << "extern \"C\" void " << kPointwiseKernelSymbol
+      << "(char* const* data, const float* constants, int64_t begin, int64_t end, const VectorMath* math, "
+         "const int64_t* geometry) {\n";
+  Addressing at;
+  at.rows = program.strided;
+  at.data_of.assign(program.registers.size(), -1);
+  at.step_of.assign(program.registers.size(), 1);
+  int next_data = 0;
   for (size_t r = 0; r < program.registers.size(); ++r) {
     const PointwiseRegister& reg = program.registers[r];
-    if (!reg.loaded) continue;
-    out << "    b" << reg.buffer << " = load_" << type_of(reg.dtype) << "(d" << data_of[r] << ", i);\n";
+    if (!reg.loaded && !reg.stored) continue;
+    at.data_of[r] = next_data++;
+    at.step_of[r] = strided_step(reg);
+    out << "  char* const d" << at.data_of[r] << " = data[" << at.data_of[r] << "];\n";
   }
-  for (const PointwiseInstruction& instruction : program.instructions) {
-    const bool round = instruction.dtype == c10::kBFloat16 && !program.excess_precision;
-    out << "    b" << instruction.output << " = "
-        << (round ? "round_bf16(" + expression(instruction) + ")" : expression(instruction)) << ";\n";
+  for (size_t c = 0; c < program.constants.size(); ++c) {
+    out << "  const float c" << c << " = constants[" << c << "];\n";
   }
+  if (!at.rows) {
+    // Elements [begin, end): kTiles vectors per step, then one by one.
+    out << "  int64_t i = begin;\n  for (; i + " << kTiles << " * kLanes <= end; i += " << kTiles << " * kLanes) {\n";
+    emit_step(out, program, at, kTiles);
+    out << "  }\n  for (; i < end; ++i) {\n";
+    emit_step(out, program, at, 0);
+    out << "  }\n}\n";
+    return out.str();
+  }
+  // Rows [begin, end) of the last dim. geometry: ndim, the iteration shape, then each data
+  // register's element strides over it.
+  out << "  const int64_t ndim = geometry[0];\n  const int64_t* shape = geometry + 1;\n"
+         "  const int64_t inner = shape[ndim - 1];\n";
   for (size_t r = 0; r < program.registers.size(); ++r) {
-    const PointwiseRegister& reg = program.registers[r];
-    if (!reg.stored) continue;
-    out << "    store_" << type_of(reg.dtype) << "(d" << data_of[r] << ", i, b" << reg.buffer << ");\n";
+    if (at.data_of[r] < 0) continue;
+    const std::string k = std::to_string(at.data_of[r]);
+    out << "  const int64_t* strides" << k << " = geometry + 1 + ndim * " << (at.data_of[r] + 1) << ";\n";
+    if (at.step_of[r] < 0) out << "  const int64_t step" << k << " = strides" << k << "[ndim - 1];\n";
   }
-  out << "  }\n}\n";
+  // The row's multi-index over the outer dims and each register's offset: computed by
+  // division for the first row, then carried from row to row.
+  out << "  int64_t index[kMaxDims];\n  int64_t rest = begin;\n"
+         "  for (int64_t d = ndim - 2; d >= 0; --d) {\n    index[d] = rest % shape[d];\n    rest /= shape[d];\n  }\n";
+  const auto for_each_data = [&](const std::string& line) {  // `line` with K for the register
+    for (size_t r = 0; r < program.registers.size(); ++r) {
+      if (at.data_of[r] < 0) continue;
+      std::string code = line;
+      for (size_t k = code.find('K'); k != std::string::npos; k = code.find('K', k)) {
+        code.replace(k, 1, std::to_string(at.data_of[r]));
+      }
+      out << code;
+    }
+  };
+  for_each_data("  int64_t offsetK = 0;\n");
+  out << "  for (int64_t d = 0; d + 1 < ndim; ++d) {\n";
+  for_each_data("    offsetK += index[d] * stridesK[d];\n");
+  out << "  }\n  for (int64_t row = begin; row < end; ++row) {\n";
+  for (size_t r = 0; r < program.registers.size(); ++r) {
+    if (at.data_of[r] < 0) continue;
+    const std::string k = std::to_string(at.data_of[r]);
+    out << "    char* const p" << k << " = d" << k << " + offset" << k << " * "
+        << c10::elementSize(program.registers[r].dtype) << ";\n";
+  }
+  out << "    int64_t j = 0;\n    for (; j + " << kTiles << " * kLanes <= inner; j += " << kTiles << " * kLanes) {\n";
+  emit_step(out, program, at, kTiles);
+  out << "    }\n    for (; j + kLanes <= inner; j += kLanes) {\n";
+  emit_step(out, program, at, 1);
+  out << "    }\n    for (; j < inner; ++j) {\n";
+  emit_step(out, program, at, 0);
+  out << "    }\n    for (int64_t d = ndim - 2; d >= 0; --d) {\n      ++index[d];\n";
+  for_each_data("      offsetK += stridesK[d];\n");
+  out << "      if (index[d] < shape[d]) break;\n      index[d] = 0;\n";
+  for_each_data("      offsetK -= shape[d] * stridesK[d];\n");
+  out << "    }\n  }\n}\n";
   return out.str();
 }
 

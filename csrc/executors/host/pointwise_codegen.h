@@ -21,11 +21,17 @@
 
 namespace torch_tpu::executors::host {
 
-// A generated kernel: runs elements [begin, end) of the program. `data` holds the chip address
-// of each loaded or stored register (in register order), `constants` the program's constants,
-// `math` the interpreter's math functions (executors/host/vector_math.h).
+// A generated kernel. `data` holds the host address of each loaded or stored register (in
+// register order), `constants` the program's constants, `math` the interpreter's math
+// functions (executors/host/vector_math.h). A flat program's kernel runs elements
+// [begin, end); a strided program's runs rows [begin, end) of the iteration shape's last dim,
+// from `geometry`: ndim, the shape, then each data register's element strides over it (its
+// row-major strides where it has none). Flat kernels ignore `geometry`.
 using PointwiseKernelFn = void (*)(char* const* data, const float* constants, int64_t begin,
-                                   int64_t end, const VectorMath* math);
+                                   int64_t end, const VectorMath* math, const int64_t* geometry);
+
+// The most iteration dims a strided program's kernel takes (its row index lives in an array).
+constexpr int64_t kMaxStridedKernelDims = 16;
 
 // Whether a program can be generated (float32 and bfloat16 only).
 bool codegen_supports(const PointwiseProgram& program);

@@ -462,8 +462,50 @@ void run_compiled(PointwiseKernelFn kernel, const PointwiseProgram& program) {
     if (reg.loaded || reg.stored) data.push_back(static_cast<char*>(host_address(reg.device_data)));
   }
   const VectorMath* math = &vector_math();
-  at::parallel_for(0, program.numel, kCompiledGrain, [&](int64_t begin, int64_t end) {
-    kernel(data.data(), program.constants.data(), begin, end, math);
+  if (!program.strided) {
+    at::parallel_for(0, program.numel, kCompiledGrain, [&](int64_t begin, int64_t end) {
+      kernel(data.data(), program.constants.data(), begin, end, math, nullptr);
+    });
+    count_compiled_kernel_run();
+    return;
+  }
+  // Row by row (PointwiseKernelFn): the shape, then each data register's strides, with outer
+  // dims merged where every register steps through them as one (a [8, 64, 128] iteration with
+  // a [8, 64, 1] operand runs as 512 rows of 128 with a single row index).
+  std::vector<std::vector<int64_t>> strides;
+  std::vector<int64_t> row_major(program.shape.size(), 1);
+  for (size_t d = program.shape.size() - 1; d > 0; --d) row_major[d - 1] = row_major[d] * program.shape[d];
+  for (const PointwiseRegister& reg : program.registers) {
+    if (reg.loaded || reg.stored) strides.push_back(reg.strides.empty() ? row_major : reg.strides);
+  }
+  // Innermost first: the last dim (never merged: its step is compiled in), then outer dims.
+  const size_t last = program.shape.size() - 1;
+  std::vector<int64_t> shape{program.shape[last]};
+  std::vector<std::vector<int64_t>> merged(strides.size());
+  for (size_t k = 0; k < strides.size(); ++k) merged[k] = {strides[k][last]};
+  for (size_t d = last; d-- > 0;) {
+    if (program.shape[d] == 1) continue;  // adds nothing to any address
+    bool joins_outer = shape.size() > 1;
+    for (size_t k = 0; k < strides.size() && joins_outer; ++k) {
+      joins_outer = strides[k][d] == merged[k].back() * shape.back();
+    }
+    if (joins_outer) {
+      shape.back() *= program.shape[d];
+      continue;
+    }
+    shape.push_back(program.shape[d]);
+    for (size_t k = 0; k < strides.size(); ++k) merged[k].push_back(strides[k][d]);
+  }
+  std::reverse(shape.begin(), shape.end());  // the kernel wants outermost first
+  for (auto& m : merged) std::reverse(m.begin(), m.end());
+  const auto ndim = static_cast<int64_t>(shape.size());
+  std::vector<int64_t> geometry{ndim};
+  geometry.insert(geometry.end(), shape.begin(), shape.end());
+  for (const auto& m : merged) geometry.insert(geometry.end(), m.begin(), m.end());
+  const int64_t inner = std::max<int64_t>(shape.back(), 1);
+  const int64_t rows = program.numel / inner;
+  at::parallel_for(0, rows, std::max<int64_t>(kCompiledGrain / inner, 1), [&](int64_t begin, int64_t end) {
+    kernel(data.data(), program.constants.data(), begin, end, math, geometry.data());
   });
   count_compiled_kernel_run();
 }
@@ -477,10 +519,6 @@ bool pointwise_loop_supports(const ClusterPlan& plan, const std::vector<const Fu
 void run_pointwise_loop(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops) {
   const PointwiseProgram program = build_pointwise_program(plan, ops);
   if (program.numel == 0) return;
-  if (program.strided) {  // generated kernels index contiguously: always interpreted
-    interpret(program);
-    return;
-  }
   PointwiseKernelSlot& slot = *plan.pointwise_kernel;
   if (PointwiseKernelFn kernel = slot.ready(program)) {
     run_compiled(kernel, program);

@@ -252,12 +252,18 @@ PointwiseProgram build_pointwise_program(const ClusterPlan& plan,
   return program;
 }
 
+int64_t strided_step(const PointwiseRegister& reg) {
+  if (reg.strides.empty()) return 1;
+  const int64_t step = reg.strides.back();
+  return step == 0 || step == 1 || step == 2 ? step : -1;
+}
+
 std::vector<int32_t> PointwiseProgram::structure() const {
   std::vector<int32_t> words{excess_precision ? 1 : 0, strided ? 1 : 0, buffers,
                              static_cast<int32_t>(registers.size())};
   for (const PointwiseRegister& r : registers) {
     words.insert(words.end(), {static_cast<int32_t>(r.dtype), r.loaded ? 1 : 0, r.stored ? 1 : 0,
-                               r.buffer});
+                               r.buffer, static_cast<int32_t>(strided_step(r))});
   }
   for (const PointwiseInstruction& instruction : instructions) {
     words.insert(words.end(), {static_cast<int32_t>(instruction.opcode), instruction.output,

@@ -42,14 +42,19 @@ struct PointwiseProgram {
   int buffers = 0;               // block buffers needed (reused once a value is dead)
   std::vector<int64_t> shape;    // the iteration shape; blocks follow its row-major order
   int64_t numel = 0;
-  // Some register has strides: the interpreter gathers and scatters it per block. Such
-  // programs are never compiled (generated kernels index every tensor contiguously).
+  // Some register has strides: the interpreter gathers and scatters it per block, and a
+  // generated kernel runs row by row over the last dim (pointwise_codegen.h).
   bool strided = false;
   bool excess_precision = false;  // float32 intermediates instead of rounding each result
 
   // Everything the generated code depends on (no addresses, no constant values).
   std::vector<int32_t> structure() const;
 };
+
+// How a strided program's generated loop steps through `reg` along the last dim, in elements:
+// 0 (broadcast), 1 (contiguous; also every row-major register), 2 (x[..., 0::2]) as
+// compile-time constants, or -1 (another step, read at run time).
+int64_t strided_step(const PointwiseRegister& reg);
 
 // Whether a fused chain keeps float32 intermediates for bfloat16/float16 results, rounding
 // only what it stores (what XLA, with its default xla_allow_excess_precision, and Inductor
