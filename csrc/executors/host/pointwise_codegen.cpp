@@ -71,7 +71,6 @@ typedef float vf __attribute__((vector_size(4 * kLanes)));
 typedef uint32_t vu __attribute__((vector_size(4 * kLanes)));
 typedef uint16_t vh __attribute__((vector_size(2 * kLanes)));
 inline vf bc(float x) { return vf{} + x; }
-constexpr int kMaxDims = 16;  // of a strided kernel's iteration (kMaxStridedKernelDims)
 inline vf select(vu mask, vf yes, vf no) { return (vf)(((vu)yes & mask) | ((vu)no & ~mask)); }
 inline vf vload_f32(const char* p, int64_t i) { vf x; std::memcpy(&x, p + 4 * i, sizeof(vf)); return x; }
 inline void vstore_f32(char* p, int64_t i, vf x) { std::memcpy(p + 4 * i, &x, sizeof(vf)); }
@@ -388,39 +387,9 @@ void emit_step(std::ostringstream& out, const PointwiseProgram& program, const A
   }
 }
 
-}  // namespace
-
-std::string pointwise_kernel_source(const PointwiseProgram& program) {
-  std::ostringstream out;
-  out << kPrelude << "extern \"C\" void " << kPointwiseKernelSymbol
-      << "(char* const* data, const float* constants, int64_t begin, int64_t end, const VectorMath* math, "
-         "const int64_t* geometry) {\n";
-  Addressing at;
-  at.rows = program.strided;
-  at.data_of.assign(program.registers.size(), -1);
-  at.step_of.assign(program.registers.size(), 1);
-  int next_data = 0;
-  for (size_t r = 0; r < program.registers.size(); ++r) {
-    const PointwiseRegister& reg = program.registers[r];
-    if (!reg.loaded && !reg.stored) continue;
-    at.data_of[r] = next_data++;
-    at.step_of[r] = strided_step(reg);
-    out << "  char* const d" << at.data_of[r] << " = data[" << at.data_of[r] << "];\n";
-  }
-  for (size_t c = 0; c < program.constants.size(); ++c) {
-    out << "  const float c" << c << " = constants[" << c << "];\n";
-  }
-  if (!at.rows) {
-    // Elements [begin, end): kTiles vectors per step, then one by one.
-    out << "  int64_t i = begin;\n  for (; i + " << kTiles << " * kLanes <= end; i += " << kTiles << " * kLanes) {\n";
-    emit_step(out, program, at, kTiles);
-    out << "  }\n  for (; i < end; ++i) {\n";
-    emit_step(out, program, at, 0);
-    out << "  }\n}\n";
-    return out.str();
-  }
-  // Rows [begin, end) of the last dim. geometry: ndim, the iteration shape, then each data
-  // register's element strides over it.
+// The loop of a strided program: rows [begin, end) of the iteration shape's last dim, from
+// `geometry` (ndim, the iteration shape, then each data register's element strides over it).
+void emit_rows_loop(std::ostringstream& out, const PointwiseProgram& program, const Addressing& at) {
   out << "  const int64_t ndim = geometry[0];\n  const int64_t* shape = geometry + 1;\n"
          "  const int64_t inner = shape[ndim - 1];\n";
   for (size_t r = 0; r < program.registers.size(); ++r) {
@@ -431,7 +400,7 @@ std::string pointwise_kernel_source(const PointwiseProgram& program) {
   }
   // The row's multi-index over the outer dims and each register's offset: computed by
   // division for the first row, then carried from row to row.
-  out << "  int64_t index[kMaxDims];\n  int64_t rest = begin;\n"
+  out << "  int64_t index[" << kMaxStridedKernelDims << "];\n  int64_t rest = begin;\n"
          "  for (int64_t d = ndim - 2; d >= 0; --d) {\n    index[d] = rest % shape[d];\n    rest /= shape[d];\n  }\n";
   const auto for_each_data = [&](const std::string& line) {  // `line` with K for the register
     for (size_t r = 0; r < program.registers.size(); ++r) {
@@ -463,7 +432,42 @@ std::string pointwise_kernel_source(const PointwiseProgram& program) {
   for_each_data("      offsetK += stridesK[d];\n");
   out << "      if (index[d] < shape[d]) break;\n      index[d] = 0;\n";
   for_each_data("      offsetK -= shape[d] * stridesK[d];\n");
-  out << "    }\n  }\n}\n";
+  out << "    }\n  }\n";
+}
+
+}  // namespace
+
+std::string pointwise_kernel_source(const PointwiseProgram& program) {
+  std::ostringstream out;
+  out << kPrelude << "extern \"C\" void " << kPointwiseKernelSymbol
+      << "(char* const* data, const float* constants, int64_t begin, int64_t end, const VectorMath* math, "
+         "const int64_t* geometry) {\n";
+  Addressing at;
+  at.rows = program.strided;
+  at.data_of.assign(program.registers.size(), -1);
+  at.step_of.assign(program.registers.size(), 1);
+  int next_data = 0;
+  for (size_t r = 0; r < program.registers.size(); ++r) {
+    const PointwiseRegister& reg = program.registers[r];
+    if (!reg.loaded && !reg.stored) continue;
+    at.data_of[r] = next_data++;
+    at.step_of[r] = strided_step(reg);
+    out << "  char* const d" << at.data_of[r] << " = data[" << at.data_of[r] << "];\n";
+  }
+  for (size_t c = 0; c < program.constants.size(); ++c) {
+    out << "  const float c" << c << " = constants[" << c << "];\n";
+  }
+  if (at.rows) {
+    emit_rows_loop(out, program, at);
+  } else {
+    // Elements [begin, end): kTiles vectors per step, then one by one.
+    out << "  int64_t i = begin;\n  for (; i + " << kTiles << " * kLanes <= end; i += " << kTiles << " * kLanes) {\n";
+    emit_step(out, program, at, kTiles);
+    out << "  }\n  for (; i < end; ++i) {\n";
+    emit_step(out, program, at, 0);
+    out << "  }\n";
+  }
+  out << "}\n";
   return out.str();
 }
 

@@ -1,7 +1,8 @@
 // Compiled fused pointwise kernels: once a cluster has spent long enough interpreted
 // (TORCH_TPU_CODEGEN_AFTER_MS of loop time, default 50), its register program is turned into
 // one C++ loop that takes every element through all of the cluster's ops in vector registers
-// (a load and a store per tensor, not per op), compiled in the background
+// (a load and a store per tensor, not per op; a strided program's loop runs row by row over
+// the last dim), compiled in the background
 // (executors/host/kernel_compiler.h), and run from then on. The interpreter keeps running the
 // cluster until the kernel is ready, so nothing waits for the compiler. Generated kernels
 // compute exactly what the interpreter does (same expressions, same rounding, no fast-math),

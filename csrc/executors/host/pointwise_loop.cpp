@@ -456,29 +456,18 @@ void interpret(const PointwiseProgram& program) {
   });
 }
 
-void run_compiled(PointwiseKernelFn kernel, const PointwiseProgram& program) {
-  std::vector<char*> data;
-  for (const PointwiseRegister& reg : program.registers) {
-    if (reg.loaded || reg.stored) data.push_back(static_cast<char*>(host_address(reg.device_data)));
-  }
-  const VectorMath* math = &vector_math();
-  if (!program.strided) {
-    at::parallel_for(0, program.numel, kCompiledGrain, [&](int64_t begin, int64_t end) {
-      kernel(data.data(), program.constants.data(), begin, end, math, nullptr);
-    });
-    count_compiled_kernel_run();
-    return;
-  }
-  // Row by row (PointwiseKernelFn): the shape, then each data register's strides, with outer
-  // dims merged where every register steps through them as one (a [8, 64, 128] iteration with
-  // a [8, 64, 1] operand runs as 512 rows of 128 with a single row index).
+// A strided program's kernel geometry (PointwiseKernelFn): ndim, the iteration shape, then each
+// data register's strides, with outer dims merged where every register steps through them as
+// one (a [8, 64, 128] iteration with a [8, 64, 1] operand runs as 512 rows of 128, one row
+// index). The last dim is never merged: each register's step along it is compiled in.
+std::vector<int64_t> strided_kernel_geometry(const PointwiseProgram& program) {
   std::vector<std::vector<int64_t>> strides;
   std::vector<int64_t> row_major(program.shape.size(), 1);
   for (size_t d = program.shape.size() - 1; d > 0; --d) row_major[d - 1] = row_major[d] * program.shape[d];
   for (const PointwiseRegister& reg : program.registers) {
     if (reg.loaded || reg.stored) strides.push_back(reg.strides.empty() ? row_major : reg.strides);
   }
-  // Innermost first: the last dim (never merged: its step is compiled in), then outer dims.
+  // Built innermost first: the last dim, then outer dims.
   const size_t last = program.shape.size() - 1;
   std::vector<int64_t> shape{program.shape[last]};
   std::vector<std::vector<int64_t>> merged(strides.size());
@@ -496,13 +485,27 @@ void run_compiled(PointwiseKernelFn kernel, const PointwiseProgram& program) {
     shape.push_back(program.shape[d]);
     for (size_t k = 0; k < strides.size(); ++k) merged[k].push_back(strides[k][d]);
   }
-  std::reverse(shape.begin(), shape.end());  // the kernel wants outermost first
-  for (auto& m : merged) std::reverse(m.begin(), m.end());
-  const auto ndim = static_cast<int64_t>(shape.size());
-  std::vector<int64_t> geometry{ndim};
-  geometry.insert(geometry.end(), shape.begin(), shape.end());
-  for (const auto& m : merged) geometry.insert(geometry.end(), m.begin(), m.end());
-  const int64_t inner = std::max<int64_t>(shape.back(), 1);
+  std::vector<int64_t> geometry{static_cast<int64_t>(shape.size())};
+  geometry.insert(geometry.end(), shape.rbegin(), shape.rend());  // outermost first
+  for (const auto& m : merged) geometry.insert(geometry.end(), m.rbegin(), m.rend());
+  return geometry;
+}
+
+void run_compiled(PointwiseKernelFn kernel, const PointwiseProgram& program) {
+  std::vector<char*> data;
+  for (const PointwiseRegister& reg : program.registers) {
+    if (reg.loaded || reg.stored) data.push_back(static_cast<char*>(host_address(reg.device_data)));
+  }
+  const VectorMath* math = &vector_math();
+  if (!program.strided) {
+    at::parallel_for(0, program.numel, kCompiledGrain, [&](int64_t begin, int64_t end) {
+      kernel(data.data(), program.constants.data(), begin, end, math, nullptr);
+    });
+    count_compiled_kernel_run();
+    return;
+  }
+  const std::vector<int64_t> geometry = strided_kernel_geometry(program);
+  const int64_t inner = std::max<int64_t>(geometry[static_cast<size_t>(geometry[0])], 1);
   const int64_t rows = program.numel / inner;
   at::parallel_for(0, rows, std::max<int64_t>(kCompiledGrain / inner, 1), [&](int64_t begin, int64_t end) {
     kernel(data.data(), program.constants.data(), begin, end, math, geometry.data());
