@@ -216,3 +216,22 @@ def test_strided_programs_compile_row_by_row_with_the_interpreters_bits(kernel_c
     # the four clusters ran compiled in the last two runs
     assert compiled["compiled_runs"] >= 8, compiled["compiled_runs"]
     assert compiled["bits"] == interpreted["bits"]
+
+
+def test_a_cluster_run_in_a_loop_compiles_before_its_time_threshold(tmp_path):
+    """16 runs of one cached plan taking 1 ms in all make a cluster hot, however far from the
+    50 ms time threshold; a cluster too cheap to repay a compile stays interpreted."""
+    code = r"""
+import json, torch, torch_tpu
+torch_tpu.set_mode("fused")
+big, small = torch.rand(1 << 19).to("tpu"), torch.rand(64).to("tpu")
+for _ in range(18):  # ~0.3 ms a run: ~5 ms in all, a tenth of the time threshold
+    ((big * 2 + 1) * big).cpu()
+    ((small * 3 - 1) * small).cpu()
+torch_tpu.wait_for_kernel_compiles()
+fusion = torch_tpu.metrics()["fusion"]
+print(json.dumps({"compiled": fusion["kernels_compiled"], "failures": fusion["kernel_compile_failures"]}))
+"""
+    result = json.loads(run_python_ok(code, env={"TORCH_TPU_KERNEL_CACHE_DIR": str(tmp_path / "kernels")})
+                        .strip().splitlines()[-1])
+    assert result == {"compiled": 1, "failures": 0}, result

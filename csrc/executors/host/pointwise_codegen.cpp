@@ -25,6 +25,13 @@ int64_t codegen_after_ns() {
   return after;
 }
 
+// A cluster also counts as hot once it has run this many times interpreted, in one cached plan
+// (so in a loop: it will run as often again), and spent this long doing so: at the demo's
+// sizes a cluster takes 50-600 us, so the time rule alone compiled none of a training step's
+// clusters within 140 steps. Cheaper clusters are not worth a compile (~1 s of a core).
+constexpr int64_t kHotRuns = 16;
+constexpr int64_t kHotRunsMinimumNs = 1'000'000;
+
 std::atomic<int64_t> compiled_runs{0};
 
 // Helpers of every generated kernel: the interpreter's conversions and NaN rules
@@ -484,7 +491,10 @@ void PointwiseKernelSlot::interpreted(const PointwiseProgram& program, int64_t n
   std::lock_guard<std::mutex> lock(mutex_);
   if (requested_.load(std::memory_order_relaxed)) return;
   interpreted_ns_ += nanoseconds;
-  if (interpreted_ns_ < codegen_after_ns() || !codegen_supports(program)) return;
+  ++interpreted_runs_;
+  const bool hot = interpreted_ns_ >= codegen_after_ns() ||
+                   (interpreted_runs_ >= kHotRuns && interpreted_ns_ >= kHotRunsMinimumNs);
+  if (!hot || !codegen_supports(program)) return;
   structure_ = program.structure();
   kernel_ = compile_kernel(pointwise_kernel_source(program), kPointwiseKernelSymbol);
   requested_.store(true, std::memory_order_release);

@@ -1,8 +1,8 @@
-// Compiled fused pointwise kernels: once a cluster has spent long enough interpreted
-// (TORCH_TPU_CODEGEN_AFTER_MS of loop time, default 50), its register program is turned into
-// one C++ loop that takes every element through all of the cluster's ops in vector registers
-// (a load and a store per tensor, not per op; a strided program's loop runs row by row over
-// the last dim), compiled in the background
+// Compiled fused pointwise kernels: once a cluster is hot (TORCH_TPU_CODEGEN_AFTER_MS of loop
+// time interpreted, default 50, or 16 runs of one cached plan taking 1 ms in all), its
+// register program is turned into one C++ loop that takes every element through all of the
+// cluster's ops in vector registers (a load and a store per tensor, not per op; a strided
+// program's loop runs row by row over the last dim), compiled in the background
 // (executors/host/kernel_compiler.h), and run from then on. The interpreter keeps running the
 // cluster until the kernel is ready, so nothing waits for the compiler. Generated kernels
 // compute exactly what the interpreter does (same expressions, same rounding, no fast-math),
@@ -47,13 +47,15 @@ class PointwiseKernelSlot {
   // The compiled kernel for `program`, or null (not ready, or compiled for another structure).
   PointwiseKernelFn ready(const PointwiseProgram& program) const;
   // Called after the interpreter ran `program` for `nanoseconds`: requests the compile once
-  // the time spent interpreted passes the threshold.
+  // the cluster is hot (its time interpreted passes TORCH_TPU_CODEGEN_AFTER_MS, or it has run
+  // often enough for a loop and for long enough to repay the compile).
   void interpreted(const PointwiseProgram& program, int64_t nanoseconds);
 
  private:
   mutable std::mutex mutex_;
   std::atomic<bool> requested_{false};
   int64_t interpreted_ns_ = 0;
+  int64_t interpreted_runs_ = 0;
   std::vector<int32_t> structure_;
   std::shared_ptr<const CompiledKernel> kernel_;
 };
