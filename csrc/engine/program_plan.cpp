@@ -192,10 +192,8 @@ class Planner {
             << cluster->scratch_dtypes.size() << " intermediates in scratch"
             << (lane >= 0 ? ", lane " + std::to_string(lane) : std::string()) << "): ";
       ++program_.fused_kernels;
-      step.cluster = std::move(cluster);
-    } else if (step.kind == Step::Kind::kSkip) {
-      step.cluster = std::move(cluster);
     }
+    if (step.kind != Step::Kind::kSingle) step.cluster = std::move(cluster);
     for (size_t k = 0; k < step.tasks.size(); ++k) dump_ << (k ? ", " : "") << pending_[step.tasks[k]].op_name;
     if (passed > 0) dump_ << " (after the " << passed << " op(s) above it moved ahead)";
     dump_ << "\n";

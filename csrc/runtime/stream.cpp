@@ -163,8 +163,7 @@ void Stream::queue(const char* op_name, Task task, bool reclaim) {
   // left when it stops (wake_worker_for_leftover_work).
   if (worker_sleeping_.load(std::memory_order_seq_cst) &&
       host_wants_executor_.load(std::memory_order_seq_cst) == 0) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    work_ready_.notify_one();
+    wake_worker();
   }
   if (reclaim && retired_.load(std::memory_order_relaxed) != nullptr) delete_retired();
 }
@@ -216,9 +215,15 @@ void Stream::wake_worker_for_leftover_work() {
   // wake the worker) queued before the decrement above, so its task shows in `enqueued_` here.
   if (enqueued_.load(std::memory_order_seq_cst) != completed_.load(std::memory_order_seq_cst) &&
       worker_sleeping_.load(std::memory_order_seq_cst)) {
-    std::lock_guard<std::mutex> lock(mutex_);
-    work_ready_.notify_one();
+    wake_worker();
   }
+}
+
+void Stream::wake_worker() {
+  // Under the lock: the worker checks for work and starts waiting while holding it, so the
+  // notification cannot fall between the two.
+  std::lock_guard<std::mutex> lock(mutex_);
+  work_ready_.notify_one();
 }
 
 void Stream::raise_pending_error() {
@@ -281,7 +286,8 @@ bool Stream::wait_for_work() {
   worker_sleeping_.store(true, std::memory_order_seq_cst);
   while (idle() && !stopping_.load()) {
     if (host_wants_executor_.load() > 0) {
-      // A host leaving synchronize() does not wake us; the timeout covers that case.
+      // Each host that stops taking over wakes us if work is left
+      // (wake_worker_for_leftover_work); the timeout is only a backstop.
       work_ready_.wait_for(lock, std::chrono::milliseconds(1));
     } else {
       // Producers wake a sleeping worker (queue()), and so does the destructor. No timeout:

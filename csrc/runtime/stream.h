@@ -154,6 +154,7 @@ class Stream {
   void queue(const char* op_name, Task task, bool reclaim = true);
   // After a host stops taking over: wakes a sleeping worker if tasks are left.
   void wake_worker_for_leftover_work();
+  void wake_worker();
   void run_worker();
   // Sleeps until work arrives (or stopping); returns false when the worker should exit.
   bool wait_for_work();
