@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 #include <omp.h>
 
+#include "engine/issue_sites.h"
 #include "engine/metrics.h"
 #include "engine/mode.h"
 
@@ -120,7 +121,7 @@ runtime::Stream& current_stream(int device) {
 
 void launch(int device, const char* op_name, runtime::Task task) {
   runtime::Stream& stream = current_stream(device);
-  stream.enqueue(op_name, std::move(task));
+  stream.enqueue(op_name, std::move(task), nullptr, false, current_issue_site());
   count_op_launched();
   if (current_mode() == ExecutionMode::kDebug) {
     sync_stream(stream, "debug_mode");

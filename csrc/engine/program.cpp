@@ -12,6 +12,7 @@
 #include <c10/util/Exception.h>
 #include <c10/util/hash.h>
 
+#include "engine/issue_sites.h"
 #include "engine/launch.h"
 #include "engine/metrics.h"
 #include "engine/mode.h"
@@ -153,6 +154,11 @@ class ProgramRun {
     const Step& s = program_->steps[step];
     return s.kind == Step::Kind::kCluster ? "tpu::fused_kernel" : tasks_[s.tasks.front()].op_name;
   }
+  // Where a single op's step was issued (a cluster names each op's place in its error).
+  const char* issued_at(size_t step) const {
+    const Step& s = program_->steps[step];
+    return s.kind == Step::Kind::kCluster ? nullptr : tasks_[s.tasks.front()].issued_at;
+  }
 
   // Runs step `index`, then releases what the host dropped while its ops were pending (even
   // when the step fails: the buffers are dead either way).
@@ -194,7 +200,8 @@ class ProgramRun {
       try {
         task.task();
       } catch (const c10::Error& error) {  // named here, without the C++ backtrace
-        throw runtime::AsyncOpError(task.op_name, error.what_without_backtrace());
+        throw runtime::AsyncOpError(task.op_name, error.what_without_backtrace(), false,
+                                    task.issued_at);
       }
       return;
     }
@@ -218,7 +225,9 @@ class ProgramRun {
 
   std::string cluster_name(const Step& step) const {
     std::string name = "fused kernel of";
-    for (const uint32_t k : step.tasks) name += std::string(" ") + tasks_[k].op_name;
+    for (const uint32_t k : step.tasks) {
+      name += std::string(" ") + tasks_[k].op_name + runtime::issued_at_note(tasks_[k].issued_at);
+    }
     return name;
   }
 
@@ -254,7 +263,7 @@ void launch_described(int device, const char* op_name, runtime::Task task,
   // multi-tensor op with lanes may fuse with the next one.
   const bool boundary = !host_waits_next && (description == nullptr ||
                                              (description->fusible == nullptr && description->lanes.empty()));
-  stream.enqueue(op_name, std::move(task), std::move(description), boundary);
+  stream.enqueue(op_name, std::move(task), std::move(description), boundary, current_issue_site());
   count_op_launched();
   if (current_mode() == ExecutionMode::kDebug) sync_stream(stream, "debug_mode");
 }
@@ -284,7 +293,7 @@ std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,
       }
       continue;
     }
-    planned.push_back({run->op_name(step), [run, step] { run->run_step(step); }});
+    planned.push_back({run->op_name(step), [run, step] { run->run_step(step); }, run->issued_at(step)});
   }
   planned.push_back({"tpu::program_end", [owner] { owner->finish(); }});
   return planned;

@@ -70,6 +70,12 @@ std::string shape_text(c10::IntArrayRef shape) {
   return text.str();
 }
 
+// An op as the dump names it: where it was issued too, when recorded (engine/issue_sites.h).
+// A cached plan shows the places of the ops it was first planned from.
+std::string op_text(const runtime::PendingTask& task) {
+  return task.op_name + runtime::issued_at_note(task.issued_at);
+}
+
 class Planner {
  public:
   explicit Planner(const std::vector<runtime::PendingTask>& pending)
@@ -91,7 +97,7 @@ class Planner {
     }
     ClusterBuilder builder;
     if (first == nullptr || !first->fusible || !builder.try_add(*first->fusible)) {
-      dump_ << "step " << program_.steps.size() << ": " << pending_[i].op_name << "\n";
+      dump_ << "step " << program_.steps.size() << ": " << op_text(pending_[i]) << "\n";
       emit(Step{Step::Kind::kSingle, {static_cast<uint32_t>(i)}});
       return i + 1;
     }
@@ -114,7 +120,7 @@ class Planner {
       candidates.push_back(static_cast<uint32_t>(j));
     }
     for (const uint32_t op : passed) {
-      dump_ << "step " << program_.steps.size() << ": " << pending_[op].op_name << "\n";
+      dump_ << "step " << program_.steps.size() << ": " << op_text(pending_[op]) << "\n";
       emit(Step{Step::Kind::kSingle, {op}});
     }
     emit_cluster(builder, std::move(members), passed.size());
@@ -194,7 +200,9 @@ class Planner {
       ++program_.fused_kernels;
     }
     if (step.kind != Step::Kind::kSingle) step.cluster = std::move(cluster);
-    for (size_t k = 0; k < step.tasks.size(); ++k) dump_ << (k ? ", " : "") << pending_[step.tasks[k]].op_name;
+    for (size_t k = 0; k < step.tasks.size(); ++k) {
+      dump_ << (k ? ", " : "") << op_text(pending_[step.tasks[k]]);
+    }
     if (passed > 0) dump_ << " (after the " << passed << " op(s) above it moved ahead)";
     dump_ << "\n";
     emit(std::move(step), completes);

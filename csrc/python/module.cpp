@@ -7,6 +7,7 @@ void init_modes(pybind11::module_& m);
 void init_metrics(pybind11::module_& m);
 void init_distributed(pybind11::module_& m);
 void init_saved_recipes(pybind11::module_& m);
+void init_python_lines(pybind11::module_& m);
 }  // namespace torch_tpu::python
 
 PYBIND11_MODULE(_C, m) {
@@ -16,4 +17,5 @@ PYBIND11_MODULE(_C, m) {
   torch_tpu::python::init_metrics(m);
   torch_tpu::python::init_distributed(m);
   torch_tpu::python::init_saved_recipes(m);
+  torch_tpu::python::init_python_lines(m);
 }

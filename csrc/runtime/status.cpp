@@ -37,10 +37,17 @@ OutOfMemoryError::OutOfMemoryError(int chip, size_t requested, size_t free, size
       free_(free),
       capacity_(capacity) {}
 
+std::string issued_at_note(const char* issued_at) {
+  return issued_at != nullptr && *issued_at != '\0' ? std::string(" (issued at ") + issued_at + ")"
+                                                     : std::string();
+}
+
 AsyncOpError::AsyncOpError(const std::string& op_name, const std::string& message,
-                           bool out_of_memory)
-    : RuntimeError("error in asynchronously executed op '" + op_name + "': " + message),
+                           bool out_of_memory, const char* issued_at)
+    : RuntimeError("error in asynchronously executed op '" + op_name + "'" +
+                   issued_at_note(issued_at) + ": " + message),
       op_name_(op_name),
+      issued_at_(issued_at != nullptr ? issued_at : ""),
       out_of_memory_(out_of_memory) {}
 
 }  // namespace torch_tpu::runtime

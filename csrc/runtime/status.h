@@ -32,14 +32,21 @@ class OutOfMemoryError : public RuntimeError {
 class AsyncOpError : public RuntimeError {
  public:
   // `out_of_memory`: the op failed because chip memory ran out (raised as
-  // torch.OutOfMemoryError).
-  AsyncOpError(const std::string& op_name, const std::string& message, bool out_of_memory = false);
+  // torch.OutOfMemoryError). `issued_at`: where the host issued the op (e.g. the user's Python
+  // line, "train.py:12 in step"), named in the message; null or empty when not known.
+  AsyncOpError(const std::string& op_name, const std::string& message, bool out_of_memory = false,
+               const char* issued_at = nullptr);
   const std::string& op_name() const { return op_name_; }
+  const std::string& issued_at() const { return issued_at_; }
   bool out_of_memory() const { return out_of_memory_; }
 
  private:
   std::string op_name_;
+  std::string issued_at_;
   bool out_of_memory_;
 };
+
+// " (issued at train.py:12 in step)" for an op whose issuing place is known, else "".
+std::string issued_at_note(const char* issued_at);
 
 }  // namespace torch_tpu::runtime

@@ -79,12 +79,12 @@ Stream::~Stream() {
 }
 
 void Stream::enqueue(const char* op_name, Task task, std::shared_ptr<const void> description,
-                     bool program_boundary) {
+                     bool program_boundary, const char* issued_at) {
   if (deferral_enabled()) {
     bool full = false;
     {
       std::lock_guard<std::mutex> lock(pending_mutex_);
-      pending_.push_back(PendingTask{op_name, std::move(task), std::move(description)});
+      pending_.push_back(PendingTask{op_name, issued_at, std::move(task), std::move(description)});
       has_pending_.store(true, std::memory_order_release);
       full = pending_.size() >= kMaxPendingTasks ||
              (program_boundary && pending_.size() >= kSoftPendingTasks);
@@ -92,7 +92,7 @@ void Stream::enqueue(const char* op_name, Task task, std::shared_ptr<const void>
     if (full) flush("size_bound");
     return;
   }
-  queue(op_name, std::move(task));
+  queue(op_name, issued_at, std::move(task));
 }
 
 bool Stream::has_pending() const { return has_pending_.load(std::memory_order_acquire); }
@@ -111,16 +111,20 @@ void Stream::flush(const char* reason) {
   const Planner planner = g_planner.load();
   if (planner == nullptr) {
     for (PendingTask& task : pending) {
-      queue(task.op_name, std::move(task.task), /*reclaim=*/false);
-      for (Task& then : task.then) queue(kReleaseTaskName, std::move(then), /*reclaim=*/false);
+      queue(task.op_name, task.issued_at, std::move(task.task), /*reclaim=*/false);
+      for (Task& then : task.then) {
+        queue(kReleaseTaskName, nullptr, std::move(then), /*reclaim=*/false);
+      }
     }
   } else {
     // Queued under the lock: a concurrent flush cannot overtake this one.
     for (PlannedTask& planned : planner(*this, std::move(pending), reason)) {
-      queue(planned.op_name, std::move(planned.task), /*reclaim=*/false);
+      queue(planned.op_name, planned.issued_at, std::move(planned.task), /*reclaim=*/false);
     }
   }
-  for (Task& action : after_flush_) queue(kReleaseTaskName, std::move(action), /*reclaim=*/false);
+  for (Task& action : after_flush_) {
+    queue(kReleaseTaskName, nullptr, std::move(action), /*reclaim=*/false);
+  }
   after_flush_.clear();
   t_flushing = nullptr;
 }
@@ -139,17 +143,18 @@ void Stream::after_issued_work(Task action) {
       return;
     }
     if (!query()) {
-      queue(kReleaseTaskName, std::move(action), /*reclaim=*/false);
+      queue(kReleaseTaskName, nullptr, std::move(action), /*reclaim=*/false);
       return;
     }
   }
   action();
 }
 
-void Stream::queue(const char* op_name, Task task, bool reclaim) {
+void Stream::queue(const char* op_name, const char* issued_at, Task task, bool reclaim) {
   if (!worker_started_.load(std::memory_order_acquire)) start_worker();
   auto* node = new Node;
   node->op_name = op_name;
+  node->issued_at = issued_at;
   node->task = std::move(task);
   // Link at the tail: the exchange orders producers; until `previous->next` is set the
   // executor sees the queue end at `previous` and simply looks again.
@@ -365,7 +370,7 @@ void Stream::run(Node& node) {
       } else {
         pending_error_ = std::make_shared<KeptError>(
             AsyncOpError(node.op_name != nullptr ? node.op_name : "<unnamed>", message,
-                         out_of_memory));
+                         out_of_memory, node.issued_at));
       }
     }
   }

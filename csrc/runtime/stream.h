@@ -56,6 +56,8 @@ class Stream;
 // stream with pending tasks, so deferred work always gets to run.
 struct PendingTask {
   const char* op_name = nullptr;
+  // Where the host issued the op (e.g. "train.py:12 in step"), or null; interned like op_name.
+  const char* issued_at = nullptr;
   Task task;
   std::shared_ptr<const void> description;  // what a planner may fuse; null: opaque
   // Run once this task has run (whatever it was planned into): releases of buffers the host
@@ -65,6 +67,7 @@ struct PendingTask {
 struct PlannedTask {
   const char* op_name = nullptr;
   Task task;
+  const char* issued_at = nullptr;  // named with op_name if the task throws
 };
 // Turns a stream's pending tasks (in order) into the tasks to queue. `reason` says what
 // flushed them. Called on the flushing thread with the stream's pending list locked: it must
@@ -104,12 +107,13 @@ class Stream {
   Stream& operator=(const Stream&) = delete;
 
   // Queues `task` after everything queued before it and returns at once (thread-safe).
-  // `op_name` must outlive the task (use an interned name); it names the op if the task throws.
+  // `op_name` must outlive the task (use an interned name); it names the op if the task throws,
+  // with `issued_at` (interned too; null when not known): where the host issued it.
   // The worker keeps the first exception a task throws and keeps running later tasks. A task
   // that throws AsyncOpError names its op itself (a program's node). While deferral is on, the
   // task (with its `description`, for the planner) waits in the pending list instead.
   void enqueue(const char* op_name, Task task, std::shared_ptr<const void> description = nullptr,
-               bool program_boundary = false);
+               bool program_boundary = false, const char* issued_at = nullptr);
   // Plans and queues the pending tasks, if any. `reason` (interned) goes to the planner.
   void flush(const char* reason);
   // Runs `action` once every task issued on this stream so far has run: now if the stream is
@@ -147,11 +151,12 @@ class Stream {
     std::atomic<Node*> next{nullptr};
     Node* next_retired = nullptr;
     const char* op_name = nullptr;
+    const char* issued_at = nullptr;
     Task task;
   };
   // `reclaim`: delete nodes of run tasks (whose captures may free buffers). Off while the
   // pending lock is held, so no buffer release re-enters it.
-  void queue(const char* op_name, Task task, bool reclaim = true);
+  void queue(const char* op_name, const char* issued_at, Task task, bool reclaim = true);
   // After a host stops taking over: wakes a sleeping worker if tasks are left.
   void wake_worker_for_leftover_work();
   void wake_worker();

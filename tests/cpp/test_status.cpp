@@ -36,5 +36,15 @@ TEST(Status, AsyncOpErrorNamesTheOp) {
   EXPECT_EQ(error.op_name(), "aten::add");
 }
 
+TEST(Status, AsyncOpErrorNamesWhereTheOpWasIssued) {
+  const AsyncOpError error("aten::add", "shape mismatch", false, "train.py:12 in step");
+  EXPECT_STREQ(error.what(),
+               "error in asynchronously executed op 'aten::add' (issued at train.py:12 in step): "
+               "shape mismatch");
+  EXPECT_EQ(error.issued_at(), "train.py:12 in step");
+  EXPECT_EQ(issued_at_note(nullptr), "");
+  EXPECT_EQ(issued_at_note(""), "");
+}
+
 }  // namespace
 }  // namespace torch_tpu::runtime

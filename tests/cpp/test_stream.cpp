@@ -71,6 +71,25 @@ TEST(Stream, KeepsFirstErrorUntilSynchronizeAndRunsLaterTasks) {
   EXPECT_NO_THROW(stream.synchronize());  // raised once, then cleared
 }
 
+TEST(Stream, AFailureNamesWhereItsTaskWasIssuedQueuedOrDeferred) {
+  for (const bool deferred : {false, true}) {
+    set_deferral(deferred);
+    Stream stream(0, 0, 0);
+    stream.enqueue("aten::div", [] { throw std::runtime_error("boom"); }, nullptr, false,
+                   "model.py:7 in forward");
+    try {
+      stream.synchronize();
+      FAIL() << "expected AsyncOpError";
+    } catch (const AsyncOpError& error) {
+      EXPECT_EQ(error.issued_at(), "model.py:7 in forward");
+      EXPECT_STREQ(error.what(),
+                   "error in asynchronously executed op 'aten::div' (issued at model.py:7 in "
+                   "forward): boom");
+    }
+  }
+  set_deferral(false);
+}
+
 TEST(Stream, AnOutOfMemoryFailureKeepsItsKind) {
   Stream stream(0, 0, 0);
   stream.enqueue("test::materialize", [] { throw OutOfMemoryError(0, 1024, 0, 512); });

@@ -23,11 +23,12 @@ HANG_TIMEOUT_S = 180
 
 @pytest.fixture(autouse=True)
 def _strict_mode_and_fresh_metrics():
-    """Each test starts in Strict mode, on chip 0's default stream, NaN checks off, metrics
-    zeroed. Teardown drains the chips, so an async error a test left behind fails that test
+    """Each test starts in Strict mode, on chip 0's default stream, NaN checks and Python line
+    recording off, metrics zeroed. Teardown drains the chips, so an async error a test left behind fails that test
     (not the next one)."""
     torch_tpu.set_mode("strict")
     torch_tpu.set_check_nans(False)
+    torch_tpu.set_record_python_lines(False)
     torch.tpu.set_device(0)
     torch.tpu.set_stream(torch.tpu.default_stream(0))
     torch_tpu.reset_metrics()
@@ -36,6 +37,7 @@ def _strict_mode_and_fresh_metrics():
     faulthandler.cancel_dump_traceback_later()
     torch.tpu.set_stream(torch.tpu.default_stream(0))
     torch_tpu.set_check_nans(False)
+    torch_tpu.set_record_python_lines(False)
     torch_tpu.set_mode("strict")  # synchronizes every chip first
 
 
