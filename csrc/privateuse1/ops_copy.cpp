@@ -2,6 +2,7 @@
 // Host -> chip copies are queued (pageable sources are staged first, so the caller may reuse
 // them at once); chip -> host copies wait for the chip unless they are non_blocking into
 // pinned memory, exactly as CUDA behaves.
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
@@ -91,6 +92,10 @@ void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   const at::Tensor& src = self;
   if (dst.numel() == 0) return dst;
+  // ATen's copy_ hands tpu copies to us before its TensorIterator would check memory overlap,
+  // and the copy runs later on the chip's queue: check here, at the call, as on CUDA.
+  at::assert_no_internal_overlap(dst);
+  if (is_tpu(src) && is_tpu(dst)) at::assert_no_partial_overlap(dst, src);
   const c10::DeviceGuard guard(is_tpu(dst) ? dst.device() : src.device());
   if (is_tpu(src) && is_tpu(dst)) {
     copy_chip_to_chip(src, dst);

@@ -7,6 +7,7 @@
 // because the CPU views alias chip memory.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/EmptyTensor.h>
+#include <ATen/MemoryOverlap.h>
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/isfinite.h>
@@ -313,6 +314,30 @@ void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
   note_recomputable_result(*functional, args.slice(0, n - 1), args.back().toTensor());
 }
 
+// ATen's elementwise kernels refuse, on the host, to write a tensor whose elements share
+// memory (an expanded view) or one that partly overlaps an input (TensorIterator's checks), so
+// CUDA raises at the call. Their Meta kernels skip the checks, and ours run later on the chip's
+// queue over CPU views that ATen cannot see are aliases: the error would come only at a sync
+// point, and a partial overlap not at all (a result where CPU refuses). So they run here.
+// Other ops differ per kernel in what they check (sum(out=) allows a partial overlap,
+// cumsum(out=) does not), so they are not checked here: with out= partly overlapping an
+// input, such a kernel runs where CPU's refuses (the CPU views it runs on do not tell ATen
+// that they alias).
+void check_written_memory(const OpPlan& plan, BoxedArgs args) {
+  // masked_fill_ on an expanded tensor is only deprecated (ATen warns when it runs).
+  const bool internal_overlap_allowed = plan.name.rfind("aten::masked_fill", 0) == 0;
+  for (size_t i = 0; i < args.size(); ++i) {
+    if (!plan.written_args[i] || !args[i].isTensor()) continue;
+    const at::Tensor& written = args[i].toTensor();
+    if (!internal_overlap_allowed) at::assert_no_internal_overlap(written);
+    for (size_t j = 0; j < args.size(); ++j) {
+      if (j != i && !plan.out_args[j] && args[j].isTensor()) {
+        at::assert_no_partial_overlap(written, args[j].toTensor());
+      }
+    }
+  }
+}
+
 }  // namespace
 
 torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs args) {
@@ -332,6 +357,8 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
     run_sync_fallback(op, plan, device, args, results);
     return results;
   }
+
+  if (plan.pointwise && plan.mutates_args) check_written_memory(plan, args);
 
   // Output shapes, dtypes and strides: from the cache, or from the Meta kernel (which also
   // checks the arguments) without touching data.

@@ -130,3 +130,51 @@ def test_threads_share_the_device():
     for seed, (actual, expected) in results.items():
         assert_tpu_close(actual, expected, atol=1e-4, rtol=1e-5)
     assert not torch.equal(results[1][1], results[2][1])  # the threads computed different data
+
+
+# --- writes into overlapping memory ------------------------------------------------------------
+
+OVERLAPPING_WRITES = {
+    "in-place op on an expanded view": lambda d: torch.ones(1, device=d).expand(4).mul_(2),
+    "out= an expanded view": lambda d: torch.add(torch.ones(4, device=d), 1,
+                                                  out=torch.ones(1, device=d).expand(4)),
+    "out= partly overlapping the input": lambda d: (lambda b: torch.add(b[:3], 1, out=b[1:]))(
+        torch.arange(4.0, device=d)),
+    "copy_ into an expanded view": lambda d: torch.ones(1, device=d).expand(4).copy_(
+        torch.arange(4.0, device=d)),
+    "copy_ partly overlapping its source": lambda d: (lambda b: b[1:].copy_(b[:3]))(
+        torch.arange(4.0, device=d)),
+}
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+@pytest.mark.parametrize("case", list(OVERLAPPING_WRITES))
+def test_writes_into_overlapping_memory_raise_at_the_call_as_on_cpu(mode, case):
+    """ATen checks these on the host (TensorIterator), so CUDA raises at the call; so must the
+    tpu, before the op is queued (a partial overlap used to run and give a result)."""
+    write = OVERLAPPING_WRITES[case]
+    with pytest.raises(RuntimeError) as cpu_error:
+        write("cpu")
+    with pytest.raises(RuntimeError) as tpu_error:
+        write("tpu")  # raises here, not at the sync below
+    torch.tpu.synchronize()
+    assert str(tpu_error.value) == str(cpu_error.value)
+    assert "Please clone() the tensor" in str(tpu_error.value)
+
+
+@pytest.mark.filterwarnings("ignore:Use of masked_fill_ on expanded tensors is deprecated")
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_writes_aten_allows_into_overlapping_memory_still_run(mode):
+    """fill_ writes one value (ATen allows it into an expanded view), masked_fill_ there is only
+    deprecated, and an in-place op on itself overlaps fully: all as on CPU."""
+    results = {}
+    for device in ("cpu", "tpu"):
+        filled = torch.zeros(1, device=device)
+        filled.expand(4).fill_(3)
+        base = torch.zeros(1, device=device)
+        base.expand(4).masked_fill_(torch.tensor([True, False, True, False], device=device), 5)
+        x = torch.arange(4.0, device=device)
+        x.add_(x)
+        results[device] = [t.cpu() for t in (filled, base, x)]
+    for cpu, tpu in zip(results["cpu"], results["tpu"]):
+        torch.testing.assert_close(tpu, cpu, rtol=0, atol=0)
