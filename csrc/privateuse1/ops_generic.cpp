@@ -11,6 +11,7 @@
 #include <ATen/ops/as_strided_native.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/isfinite.h>
+#include <ATen/ops/ones.h>
 #include <c10/core/DeviceGuard.h>
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
@@ -338,6 +339,26 @@ void check_written_memory(const OpPlan& plan, BoxedArgs args) {
   }
 }
 
+// ATen's elementwise kernels also check dtypes on the host: an in-place or out= result must be
+// able to hold the computed type ("result type Float can't be cast to the desired output type
+// Long"). Their Meta kernels do not. Dtypes are part of the call signature, so once per new
+// signature the CPU kernel runs on one-element CPU stand-ins of the tpu arguments (ones: no
+// division by zero), and such a call raises here with ATen's own message, as on CUDA.
+void check_dtypes_on_cpu_stand_ins(const c10::OperatorHandle& op, BoxedArgs args) {
+  torch::jit::Stack stack;
+  stack.reserve(args.size());
+  for (const c10::IValue& arg : args) {
+    if (arg.isTensor() && arg.toTensor().device().type() == c10::DeviceType::PrivateUse1) {
+      const at::Tensor& tensor = arg.toTensor();
+      stack.emplace_back(at::ones(std::vector<int64_t>(tensor.dim(), 1),
+                                  tensor.options().device(c10::kCPU)));
+    } else {
+      stack.push_back(arg);
+    }
+  }
+  op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
+}
+
 }  // namespace
 
 torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs args) {
@@ -381,6 +402,9 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
       if (cacheable) store_output_specs(std::move(signature), specs);
       return results;
     }
+    // Shapes passed (Meta); dtypes next, before the signature is cached, so that a failing
+    // call fails again next time.
+    if (plan.pointwise && plan.mutates_args) check_dtypes_on_cpu_stand_ins(op, args);
     if (cacheable) store_output_specs(std::move(signature), specs);
   } else if (needs_data(*specs)) {
     run_sync_fallback(op, plan, device, args, results);

@@ -178,3 +178,23 @@ def test_writes_aten_allows_into_overlapping_memory_still_run(mode):
         results[device] = [t.cpu() for t in (filled, base, x)]
     for cpu, tpu in zip(results["cpu"], results["tpu"]):
         torch.testing.assert_close(tpu, cpu, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+@pytest.mark.parametrize("write", [
+    lambda d: torch.ones(3, dtype=torch.long, device=d).mul_(torch.full((3,), 0.5, device=d)),
+    lambda d: torch.add(torch.ones(3, device=d), 0.5, out=torch.ones(3, dtype=torch.int32, device=d)),
+    lambda d: torch.ones(2, 3, dtype=torch.bool, device=d).add_(torch.ones(3, device=d)),
+], ids=["long.mul_(float)", "add(out=int32)", "bool.add_(float)"])
+def test_an_in_place_result_of_a_wider_type_raises_at_the_call_as_on_cpu(mode, write):
+    """ATen's elementwise kernels refuse on the host to store a result the output's dtype
+    cannot hold, so CUDA raises at the call; so must the tpu, every time (not only before the
+    call's signature is cached)."""
+    with pytest.raises(RuntimeError) as cpu_error:
+        write("cpu")
+    for _ in range(2):
+        with pytest.raises(RuntimeError) as tpu_error:
+            write("tpu")  # raises here, not at the sync below
+        torch.tpu.synchronize()
+        assert str(tpu_error.value) == str(cpu_error.value)
+    assert "can't be cast to the desired output type" in str(tpu_error.value)

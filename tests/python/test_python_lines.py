@@ -45,22 +45,21 @@ def test_an_async_error_names_the_user_line_that_issued_the_op(mode):
 
 
 def test_a_failing_fused_kernel_names_the_line_of_each_of_its_ops():
-    """An in-place float product into an integer tensor fails when ATen's kernel runs ("result
-    type Float can't be cast"; not checked at the call yet), here inside a fused kernel of two
-    in-place ops."""
+    """An integer remainder by zero fails when ATen's kernel runs (a value, not a dtype or
+    shape, is wrong: nothing to check at the call), here inside a fused kernel of two ops."""
     torch_tpu.set_mode("fused")
     torch_tpu.set_record_python_lines(True)
     counts = torch.ones(4, dtype=torch.long, device="tpu")
-    halves = torch.full((4,), 0.5, device="tpu")
+    zeros = torch.zeros(4, dtype=torch.long, device="tpu")
     with pytest.raises(RuntimeError) as error:
         first = inspect.currentframe().f_lineno + 1
-        counts.mul_(halves)
+        counts.remainder_(zeros)
         counts.add_(1)
         torch.tpu.synchronize()
     message = str(error.value)
-    assert "can't be cast to the desired output type Long" in message
+    assert "ZeroDivisionError" in message
     name = "test_a_failing_fused_kernel_names_the_line_of_each_of_its_ops"
-    assert (f"fused kernel of aten::mul_.Tensor (issued at {__file__}:{first} in {name}) "
+    assert (f"fused kernel of aten::remainder_.Tensor (issued at {__file__}:{first} in {name}) "
             f"aten::add_.Tensor (issued at {__file__}:{first + 1} in {name})") in message, message
 
 
