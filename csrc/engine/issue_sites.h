@@ -15,7 +15,7 @@ void set_issue_site_reader(IssueSiteReader reader);
 
 // Whether Strict and fused mode record where each op was issued (Debug mode always does).
 // Initialised from TORCH_TPU_RECORD_PYTHON_LINES=1. Reading the Python stack costs each op
-// about a microsecond, so it is off by default.
+// about half a microsecond, so it is off by default.
 bool record_python_lines_enabled();
 void set_record_python_lines(bool enabled);
 

@@ -121,7 +121,8 @@ runtime::Stream& current_stream(int device) {
 
 void launch(int device, const char* op_name, runtime::Task task) {
   runtime::Stream& stream = current_stream(device);
-  stream.enqueue(op_name, std::move(task), nullptr, false, current_issue_site());
+  stream.enqueue(op_name, std::move(task), /*description=*/nullptr, /*program_boundary=*/false,
+                 current_issue_site());
   count_op_launched();
   if (current_mode() == ExecutionMode::kDebug) {
     sync_stream(stream, "debug_mode");

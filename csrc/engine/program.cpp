@@ -200,8 +200,8 @@ class ProgramRun {
       try {
         task.task();
       } catch (const c10::Error& error) {  // named here, without the C++ backtrace
-        throw runtime::AsyncOpError(task.op_name, error.what_without_backtrace(), false,
-                                    task.issued_at);
+        throw runtime::AsyncOpError(task.op_name, error.what_without_backtrace(),
+                                    /*out_of_memory=*/false, task.issued_at);
       }
       return;
     }
@@ -263,7 +263,8 @@ void launch_described(int device, const char* op_name, runtime::Task task,
   // multi-tensor op with lanes may fuse with the next one.
   const bool boundary = !host_waits_next && (description == nullptr ||
                                              (description->fusible == nullptr && description->lanes.empty()));
-  stream.enqueue(op_name, std::move(task), std::move(description), boundary, current_issue_site());
+  stream.enqueue(op_name, std::move(task), std::move(description), boundary,
+                 current_issue_site());
   count_op_launched();
   if (current_mode() == ExecutionMode::kDebug) sync_stream(stream, "debug_mode");
 }
@@ -293,7 +294,8 @@ std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,
       }
       continue;
     }
-    planned.push_back({run->op_name(step), [run, step] { run->run_step(step); }, run->issued_at(step)});
+    planned.push_back(
+        {run->op_name(step), [run, step] { run->run_step(step); }, run->issued_at(step)});
   }
   planned.push_back({"tpu::program_end", [owner] { owner->finish(); }});
   return planned;

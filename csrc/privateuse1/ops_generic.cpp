@@ -348,7 +348,9 @@ void check_dtypes_on_cpu_stand_ins(const c10::OperatorHandle& op, BoxedArgs args
   torch::jit::Stack stack;
   stack.reserve(args.size());
   for (const c10::IValue& arg : args) {
-    if (arg.isTensor() && arg.toTensor().device().type() == c10::DeviceType::PrivateUse1) {
+    const bool tpu_tensor = arg.isTensor() && arg.toTensor().defined() &&
+                            arg.toTensor().device().type() == c10::DeviceType::PrivateUse1;
+    if (tpu_tensor) {
       const at::Tensor& tensor = arg.toTensor();
       stack.emplace_back(at::ones(std::vector<int64_t>(tensor.dim(), 1),
                                   tensor.options().device(c10::kCPU)));

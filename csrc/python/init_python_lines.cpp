@@ -54,7 +54,9 @@ const char* intern(std::string site) {
 // frame is library code) the innermost one. Takes the GIL: ops are issued with it released.
 const char* read_issue_site() {
   // A thread that never ran Python (autograd's device threads) has no frame to read, and
-  // taking the GIL there would only cost a thread state.
+  // taking the GIL there would only cost a thread state. Nor is there one to read while the
+  // interpreter shuts down (ops issued from atexit handlers or C++ destructors); Python 3.11
+  // names that check _Py_IsFinalizing.
   if (PyGILState_GetThisThreadState() == nullptr || _Py_IsFinalizing()) return nullptr;
   const PyGILState_STATE gil = PyGILState_Ensure();
   const char* site = nullptr;
