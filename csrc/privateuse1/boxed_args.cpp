@@ -2,6 +2,7 @@
 
 #include <ATen/EmptyTensor.h>
 
+#include "executors/host/aliasing_views.h"
 #include "privateuse1/generator.h"
 
 namespace torch_tpu::privateuse1 {
@@ -199,7 +200,8 @@ torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>
   };
   torch::jit::Stack stack;
   stack.reserve(captured.args.size());
-  views.reserve(captured.tensors.size());
+  const size_t first_view = views.size();
+  views.reserve(first_view + captured.tensors.size());
   for (const CapturedArgs::Arg& slot : captured.args) {
     switch (slot.kind) {
       case CapturedArgs::Arg::Kind::kValue:
@@ -226,6 +228,12 @@ torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>
         break;
       }
     }
+  }
+  if (views.size() - first_view >= 2) {
+    std::vector<at::Tensor> made;
+    made.reserve(views.size() - first_view);
+    for (size_t i = first_view; i < views.size(); ++i) made.push_back(views[i].second);
+    executors::host::share_storage_of_overlapping_views(made);
   }
   return stack;
 }

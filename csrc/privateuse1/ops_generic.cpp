@@ -9,6 +9,7 @@
 #include <ATen/EmptyTensor.h>
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/as_strided_native.h>
+#include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <ATen/ops/isfinite.h>
 #include <ATen/ops/ones.h>
@@ -343,20 +344,25 @@ void check_written_memory(const OpPlan& plan, BoxedArgs args) {
 // able to hold the computed type ("result type Float can't be cast to the desired output type
 // Long"). Their Meta kernels do not. Dtypes are part of the call signature, so once per new
 // signature the CPU kernel runs on one-element CPU stand-ins of the tpu arguments (ones: no
-// division by zero), and such a call raises here with ATen's own message, as on CUDA.
-void check_dtypes_on_cpu_stand_ins(const c10::OperatorHandle& op, BoxedArgs args) {
+// division by zero; an out= argument empty, as a functional op's own output starts, so that
+// resizing it warns about nothing), and such a call raises here with ATen's own message, as on
+// CUDA.
+void check_dtypes_on_cpu_stand_ins(const c10::OperatorHandle& op, const OpPlan& plan,
+                                   BoxedArgs args) {
   torch::jit::Stack stack;
   stack.reserve(args.size());
-  for (const c10::IValue& arg : args) {
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& arg = args[i];
     const bool tpu_tensor = arg.isTensor() && arg.toTensor().defined() &&
                             arg.toTensor().device().type() == c10::DeviceType::PrivateUse1;
-    if (tpu_tensor) {
-      const at::Tensor& tensor = arg.toTensor();
-      stack.emplace_back(at::ones(std::vector<int64_t>(tensor.dim(), 1),
-                                  tensor.options().device(c10::kCPU)));
-    } else {
+    if (!tpu_tensor) {
       stack.push_back(arg);
+      continue;
     }
+    const at::Tensor& tensor = arg.toTensor();
+    const at::TensorOptions options = tensor.options().device(c10::kCPU);
+    stack.emplace_back(plan.out_args[i] ? at::empty({0}, options)
+                                        : at::ones(std::vector<int64_t>(tensor.dim(), 1), options));
   }
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
 }
@@ -406,7 +412,7 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
     }
     // Shapes passed (Meta); dtypes next, before the signature is cached, so that a failing
     // call fails again next time.
-    if (plan.pointwise && plan.mutates_args) check_dtypes_on_cpu_stand_ins(op, args);
+    if (plan.pointwise && plan.mutates_args) check_dtypes_on_cpu_stand_ins(op, plan, args);
     if (cacheable) store_output_specs(std::move(signature), specs);
   } else if (needs_data(*specs)) {
     run_sync_fallback(op, plan, device, args, results);

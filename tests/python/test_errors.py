@@ -198,3 +198,35 @@ def test_an_in_place_result_of_a_wider_type_raises_at_the_call_as_on_cpu(mode, w
         torch.tpu.synchronize()
         assert str(tpu_error.value) == str(cpu_error.value)
     assert "can't be cast to the desired output type" in str(tpu_error.value)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+@pytest.mark.parametrize("write", [
+    lambda d: (lambda b: torch.cumsum(b[:3], 0, out=b[1:]))(torch.arange(4.0, device=d)),
+    lambda d: (lambda b: torch.index_select(b[:3], 0, torch.tensor([2, 1, 0], device=d),
+                                            out=b[1:]))(torch.arange(4.0, device=d)),
+], ids=["cumsum", "index_select"])
+def test_other_kernels_see_their_arguments_alias_as_on_cpu(mode, write):
+    """Non-elementwise kernels check overlap themselves, inside the kernel, which runs on the
+    chip's queue: the tpu raises their error at the next sync point (their CPU views share one
+    storage, so the kernel sees the aliasing), where it used to return a result."""
+    with pytest.raises(RuntimeError) as cpu_error:
+        write("cpu")
+    with pytest.raises(RuntimeError) as tpu_error:
+        write("tpu")
+        torch.tpu.synchronize()
+    assert str(cpu_error.value) in str(tpu_error.value)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_kernels_given_one_tensor_twice_match_cpu(mode):
+    results = {}
+    for device in ("cpu", "tpu"):
+        x = torch.arange(1.0, 7.0, device=device).view(2, 3)
+        y = torch.arange(4.0, device=device)
+        torch.cumsum(y, 0, out=y)  # fully overlapping out=: allowed
+        parts = [torch.cat([x, x]), torch.mm(x, x.t()), torch.where(x > 2, x, x.flip(0))]
+        x.addcmul_(x, x)
+        results[device] = [t.cpu() for t in (*parts, x, y)]
+    for cpu, tpu in zip(results["cpu"], results["tpu"]):
+        torch.testing.assert_close(tpu, cpu, rtol=0, atol=0)

@@ -79,7 +79,9 @@ void TensorSnapshot::write_back_if_moved(const at::Tensor& view) const {
 }
 
 bool moved_off_chip(const at::Tensor& view, const void* host_data) {
-  return view.storage().data() != host_data || view.storage_offset() != 0;
+  // Element 0's address: a view may sit at an offset in a storage it shares with the op's other
+  // arguments over the same chip memory (executors/host/aliasing_views.h).
+  return view.const_data_ptr() != host_data;
 }
 
 at::Tensor cpu_view_now(const at::Tensor& tensor) {
