@@ -318,13 +318,11 @@ void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
 
 // ATen's elementwise kernels refuse, on the host, to write a tensor whose elements share
 // memory (an expanded view) or one that partly overlaps an input (TensorIterator's checks), so
-// CUDA raises at the call. Their Meta kernels skip the checks, and ours run later on the chip's
-// queue over CPU views that ATen cannot see are aliases: the error would come only at a sync
-// point, and a partial overlap not at all (a result where CPU refuses). So they run here.
-// Other ops differ per kernel in what they check (sum(out=) allows a partial overlap,
-// cumsum(out=) does not), so they are not checked here: with out= partly overlapping an
-// input, such a kernel runs where CPU's refuses (the CPU views it runs on do not tell ATen
-// that they alias).
+// CUDA raises at the call. Their Meta kernels skip the checks, and the kernel runs on the chip's
+// queue: the error would come only at a sync point. So they run here. Other ops differ per
+// kernel in what they check (sum(out=) allows a partial overlap, cumsum(out=) does not): their
+// kernels check when they run, over CPU views that share a storage where the arguments overlap
+// (executors/host/aliasing_views.h), and the error comes at the next sync point.
 void check_written_memory(const OpPlan& plan, BoxedArgs args) {
   // masked_fill_ on an expanded tensor is only deprecated (ATen warns when it runs).
   const bool internal_overlap_allowed = plan.name.rfind("aten::masked_fill", 0) == 0;
