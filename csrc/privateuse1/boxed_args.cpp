@@ -230,8 +230,7 @@ torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>
     }
   }
   if (views.size() - first_view >= 2) {
-    std::vector<at::Tensor> made;
-    made.reserve(views.size() - first_view);
+    c10::SmallVector<at::Tensor, 6> made;
     for (size_t i = first_view; i < views.size(); ++i) made.push_back(views[i].second);
     executors::host::share_storage_of_overlapping_views(made);
   }

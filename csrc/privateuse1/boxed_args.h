@@ -68,8 +68,10 @@ void capture_args(BoxedArgs args, CapturedArgs& captured);
 using QueuedView = std::pair<const executors::host::TensorSnapshot*, at::Tensor>;
 
 // Rebuilds the CPU argument stack from captured args (call where the op runs); every view made
-// is appended to `views`. With `view_of`, tpu tensor i of `captured.tensors` becomes
-// `view_of(i)` instead of its full view (the fused loop engine's chunk views).
+// is appended to `views`, views over overlapping chip memory sharing one storage, as their tpu
+// tensors do (executors/host/aliasing_views.h). With `view_of`, tpu tensor i of
+// `captured.tensors` becomes `view_of(i)` instead of its full view (the fused loop engine's
+// chunk views).
 torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>& views,
                            const std::function<at::Tensor(size_t)>* view_of = nullptr);
 
