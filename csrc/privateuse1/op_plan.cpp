@@ -64,6 +64,7 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
   plan->scalar_values_shape_outputs = name == "aten::arange" || name == "aten::range" ||
                                       name == "aten::linspace" || name == "aten::logspace";
   plan->pointwise = is_pointwise_op(name) && plan->generator_args.empty();
+  plan->may_write_overlapping_elements = name.rfind("aten::masked_fill", 0) == 0;
   for (const auto& arg : args) {
     const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
     plan->written_args.push_back(written);

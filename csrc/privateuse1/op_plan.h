@@ -33,6 +33,9 @@ struct OpPlan {
   // Fused mode: a pointwise op (outputs elementwise in its broadcast inputs, no randomness),
   // which the fused loop engine may run in chunks (privateuse1/fusible_ops.h).
   bool pointwise = false;
+  // A pointwise op ATen lets write a tensor whose elements share memory (masked_fill_ on an
+  // expanded view: only deprecated); the call-time overlap check spares it.
+  bool may_write_overlapping_elements = false;
   std::vector<bool> written_args;  // per argument: the op writes it (in-place / out=)
   std::vector<bool> out_args;      // per argument: an out= argument (written, never read)
 };

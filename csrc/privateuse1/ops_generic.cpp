@@ -324,12 +324,10 @@ void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
 // kernels check when they run, over CPU views that share a storage where the arguments overlap
 // (executors/host/aliasing_views.h), and the error comes at the next sync point.
 void check_written_memory(const OpPlan& plan, BoxedArgs args) {
-  // masked_fill_ on an expanded tensor is only deprecated (ATen warns when it runs).
-  const bool internal_overlap_allowed = plan.name.rfind("aten::masked_fill", 0) == 0;
   for (size_t i = 0; i < args.size(); ++i) {
     if (!plan.written_args[i] || !args[i].isTensor()) continue;
     const at::Tensor& written = args[i].toTensor();
-    if (!internal_overlap_allowed) at::assert_no_internal_overlap(written);
+    if (!plan.may_write_overlapping_elements) at::assert_no_internal_overlap(written);
     for (size_t j = 0; j < args.size(); ++j) {
       if (j != i && !plan.out_args[j] && args[j].isTensor()) {
         at::assert_no_partial_overlap(written, args[j].toTensor());
