@@ -59,18 +59,19 @@ void size_executor_parallelism(bool is_stream_worker) {
 }
 
 // After a takeover the main thread's OpenMP helpers spin for more work for milliseconds
-// (libgomp's default wait policy, fixed when the library loads). In Strict mode the host then
-// goes back to issuing ops while the worker runs them: three busy threads, and on a 2-core
-// machine the spinning helper takes the core the worker needs. So after a long takeover the
-// host frees its team. Starting the next team costs ~0.2 ms, hence the bound: short takeovers
-// (a sync-heavy loop of small ops) keep theirs. Debug mode has no worker running alongside the
-// host; in fused mode the worker runs little while the host records, and releasing there
-// measured no gain (docs/performance.md).
+// (libgomp's default wait policy, fixed when the library loads). The host then goes back to
+// issuing (Strict) or recording (fused) ops while the worker runs what it has: three busy
+// threads, and on a 2-core machine the spinning helper takes the core the worker needs (in a
+// fused training step it spun for a fifth of all samples; releasing made fused training
+// 4-6% and inference 11% faster, docs/performance.md). So after a long takeover the host
+// frees its team. Starting the next team costs ~0.2 ms, hence the bound: short takeovers (a
+// sync-heavy loop of small ops) keep theirs. Debug mode has no worker running alongside the
+// host.
 constexpr auto kLongTakeover = std::chrono::milliseconds(2);
 
 void release_host_team_after_long_takeover(std::chrono::steady_clock::duration ran_for) {
   if (ran_for < kLongTakeover ||
-      std::this_thread::get_id() != g_main_thread || current_mode() != ExecutionMode::kStrict) {
+      std::this_thread::get_id() != g_main_thread || current_mode() == ExecutionMode::kDebug) {
     return;
   }
   // OpenMP 5.0: frees the calling thread's team; its helper threads exit.

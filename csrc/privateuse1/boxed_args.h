@@ -44,7 +44,7 @@ torch::jit::Stack to_meta_args(BoxedArgs args,
 // the executor reads it on another core, so it is kept to few allocations and cache lines.
 struct CapturedArgs {
   // One tensor element: a snapshot for a tpu tensor, else a host tensor (a CPU tensor cloned
-  // at capture, or undefined for a missing optional).
+  // at capture, a wrapped Python number as it is, or undefined for a missing optional).
   struct Tensor {
     executors::host::TensorSnapshot snapshot;
     at::Tensor host;
@@ -61,8 +61,8 @@ struct CapturedArgs {
 };
 
 // Captures `args` at queue time into the empty `captured`: tpu tensors as snapshots, CPU
-// tensors cloned (the host may change them before the op runs), generators swapped for the
-// CPU generators kernels use.
+// tensors cloned (the host may change them before the op runs; wrapped Python numbers, which
+// it cannot, are kept), generators swapped for the CPU generators kernels use.
 void capture_args(BoxedArgs args, CapturedArgs& captured);
 // A CPU view made for a queued op, with the snapshot it came from (for write-back).
 using QueuedView = std::pair<const executors::host::TensorSnapshot*, at::Tensor>;

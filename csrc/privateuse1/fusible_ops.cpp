@@ -84,6 +84,25 @@ std::optional<ExpressionRule> expression_rule(const std::string& name) {
   return found->second;
 }
 
+// The value of a one-element real CPU tensor (a wrapped Python number, a user's 0-dim tensor)
+// as float, as the CPU kernel converts it to a float32 op's dtype: a plain conversion, so
+// `x + 1e300` gives inf as on CPU (item<float>() raised that the value overflows float). Read
+// directly: item() goes through the dispatcher, ~1 us on every recorded `x + 1`.
+std::optional<float> one_value_as_float(const at::Tensor& tensor) {
+  if (tensor.numel() != 1 || !tensor.device().is_cpu()) return std::nullopt;
+  const void* data = tensor.const_data_ptr();
+  switch (tensor.scalar_type()) {
+    case c10::kDouble: return static_cast<float>(*static_cast<const double*>(data));
+    case c10::kFloat: return *static_cast<const float*>(data);
+    case c10::kLong: return static_cast<float>(*static_cast<const int64_t*>(data));
+    case c10::kInt: return static_cast<float>(*static_cast<const int32_t*>(data));
+    case c10::kBool: return *static_cast<const bool*>(data) ? 1.0f : 0.0f;
+    case c10::kHalf: return static_cast<float>(*static_cast<const c10::Half*>(data));
+    case c10::kBFloat16: return static_cast<float>(*static_cast<const c10::BFloat16*>(data));
+    default: return std::nullopt;  // complex, other integers: left to the op's own kernel
+  }
+}
+
 // The op's expression (of lane `lane` of a multi-tensor op), when every operand is a chip tensor
 // or a single known value.
 // The plan's rule, parsed from its name once per op and thread rather than on every recorded
@@ -117,9 +136,8 @@ std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const Queue
       const CapturedArgs::Tensor& element = captured.tensors[arg.first_tensor];
       if (element.snapshot.defined()) {
         operand.tensor = op.tensor_at_slot(arg.first_tensor);
-      } else if (element.host.defined() && element.host.numel() == 1 &&
-                 !element.host.is_complex()) {
-        operand.constant = element.host.item<float>();
+      } else if (auto value = element.host.defined() ? one_value_as_float(element.host) : std::nullopt) {
+        operand.constant = *value;
       } else {
         return std::nullopt;
       }

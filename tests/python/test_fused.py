@@ -197,6 +197,22 @@ def test_broadcasting_type_promotion_and_in_place_views_match_cpu():
     assert_tpu_close(base, base_cpu)
 
 
+def test_numbers_outside_float_range_and_user_scalars_in_fused_kernels_match_cpu():
+    # A float32 op converts a Python number to float as CPU does (1e300 becomes inf, 1e-300
+    # zero); fused mode raised that the value "cannot be converted to type float".
+    results = []
+    for device in ("cpu", "tpu"):
+        x = torch.linspace(-2, 2, 64, device=device)
+        # A user's CPU 0-dim tensor is read as it was at the call: changed right after, the
+        # pending kernel must not see the change (wrapped Python numbers need no copy).
+        scale = torch.tensor(3.0, dtype=torch.float64)
+        scaled = x * scale
+        scale.fill_(100.0)
+        results.append([x + 1e300, (x * 1e-300).exp(), (x - 1e39) * 0.5, scaled * 2 + 1])
+    assert_tpu_close(results[1], results[0])
+    assert fusion()["fused_kernels_run"] >= 1
+
+
 def test_a_training_loop_hits_the_program_cache_every_step_after_warm_up():
     torch.manual_seed(0)
     model_cpu = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.GELU(), torch.nn.Linear(32, 4))
