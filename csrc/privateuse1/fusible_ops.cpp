@@ -103,8 +103,6 @@ std::optional<float> one_value_as_float(const at::Tensor& tensor) {
   }
 }
 
-// The op's expression (of lane `lane` of a multi-tensor op), when every operand is a chip tensor
-// or a single known value.
 // The plan's rule, parsed from its name once per op and thread rather than on every recorded
 // call (and every lane of a multi-tensor call).
 const std::optional<ExpressionRule>& rule_of(const OpPlan& plan) {
@@ -114,6 +112,8 @@ const std::optional<ExpressionRule>& rule_of(const OpPlan& plan) {
   return found->second;
 }
 
+// The op's expression (of lane `lane` of a multi-tensor op), when every operand is a chip tensor
+// or a single known value.
 std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const QueuedOp& queued,
                                                  const QueuedPointwiseOp& op, int lane = -1) {
   const std::optional<ExpressionRule>& rule = rule_of(plan);

@@ -7,6 +7,7 @@ import torch_tpu  # noqa: I001  (first: registers the tpu device before any test
 
 import copy
 import faulthandler
+import gc
 import os
 import subprocess
 import sys
@@ -39,6 +40,19 @@ def _strict_mode_and_fresh_metrics():
     torch_tpu.set_check_nans(False)
     torch_tpu.set_record_python_lines(False)
     torch_tpu.set_mode("strict")  # synchronizes every chip first
+
+
+@pytest.fixture
+def no_stray_frees():
+    """For tests that compare the allocator's state across calls (block reuse, statistics):
+    garbage earlier tests left in reference cycles is collected first, and the collector stays
+    off during the test, so a collection cannot free tpu memory between two readings (CI saw a
+    block freed between memory_stats() and memory_allocated())."""
+    gc.collect()
+    torch.tpu.synchronize()
+    gc.disable()
+    yield
+    gc.enable()
 
 
 @pytest.fixture

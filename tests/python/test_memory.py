@@ -10,6 +10,9 @@ from conftest import run_python_ok
 
 MIB = 2**20
 
+# Every test here compares allocator readings: no garbage collection may free memory between.
+pytestmark = pytest.mark.usefixtures("no_stray_frees")
+
 
 def settled_allocated() -> int:
     # A tensor freed by the host stays allocated while queued ops still read it.

@@ -144,6 +144,7 @@ def test_record_stream():
     assert_tpu_close(y, torch.full((4,), 2.0))
 
 
+@pytest.mark.usefixtures("no_stray_frees")
 def test_freed_block_is_reused_by_its_own_stream_at_once():
     x = torch.empty(1024, device="tpu")
     address = x.data_ptr()
@@ -151,6 +152,7 @@ def test_freed_block_is_reused_by_its_own_stream_at_once():
     assert torch.empty(1024, device="tpu").data_ptr() == address
 
 
+@pytest.mark.usefixtures("no_stray_frees")
 def test_record_stream_defers_reuse_until_that_stream_has_run():
     side = torch.tpu.Stream()
     x = torch.ones(512, 512, device="tpu")
