@@ -161,7 +161,8 @@ void capture_args(BoxedArgs args, CapturedArgs& captured) {
         // A wrapped Python number (`x + 1`) was made by the dispatcher for this call and is
         // never visible to the program, so nothing can change it: kept as it is, which also
         // keeps its place in type promotion. Other CPU tensors are the user's: cloned.
-        element.host = tensor->unsafeGetTensorImpl()->is_wrapped_number() ? *tensor : tensor->clone();
+        const bool wrapped_number = tensor->unsafeGetTensorImpl()->is_wrapped_number();
+        element.host = wrapped_number ? *tensor : tensor->clone();
       }
       ++slot.tensor_count;
     };

@@ -136,7 +136,8 @@ std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const Queue
       const CapturedArgs::Tensor& element = captured.tensors[arg.first_tensor];
       if (element.snapshot.defined()) {
         operand.tensor = op.tensor_at_slot(arg.first_tensor);
-      } else if (auto value = element.host.defined() ? one_value_as_float(element.host) : std::nullopt) {
+      } else if (auto value = element.host.defined() ? one_value_as_float(element.host)
+                                                     : std::nullopt) {
         operand.constant = *value;
       } else {
         return std::nullopt;

@@ -44,7 +44,7 @@ def _strict_mode_and_fresh_metrics():
 
 @pytest.fixture
 def no_stray_frees():
-    """For tests that compare the allocator's state across calls (block reuse, statistics):
+    """For tests that compare the allocator's state across calls (block reuse, statistics, peaks):
     garbage earlier tests left in reference cycles is collected first, and the collector stays
     off during the test, so a collection cannot free tpu memory between two readings (CI saw a
     block freed between memory_stats() and memory_allocated())."""

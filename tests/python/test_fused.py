@@ -123,6 +123,7 @@ def peak_allocated_by(run, mode):
     return result, torch.tpu.max_memory_allocated() - before
 
 
+@pytest.mark.usefixtures("no_stray_frees")
 def test_a_dead_intermediate_is_never_allocated():
     """In fused mode a buffer gets chip memory only when a task needs its bytes: the chain's
     intermediates die before the flush and stay in the fused kernel's scratch, so they never

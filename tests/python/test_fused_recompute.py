@@ -41,6 +41,7 @@ def grads_and_memory(mode):
     return grads, kept, peak
 
 
+@pytest.mark.usefixtures("no_stray_frees")
 def test_saved_pointwise_results_are_recomputed_with_strict_gradients_and_less_memory(
         monkeypatch):
     before = _saved_recipes.stats()
@@ -68,6 +69,7 @@ def test_saved_pointwise_results_are_recomputed_with_strict_gradients_and_less_m
         fused_peak, strict_peak, unfused_peak)
 
 
+@pytest.mark.usefixtures("no_stray_frees")
 def test_turning_recompute_off_keeps_the_tensors(monkeypatch):
     monkeypatch.setenv("TORCH_TPU_FUSED_RECOMPUTE", "0")
     before = _saved_recipes.stats()
