@@ -248,10 +248,17 @@ torch::jit::Stack cpu_args_now(BoxedArgs args, std::vector<LiveView>& views) {
     c10::IValue mapped = map_tensors(arg, [&](const at::Tensor& tensor) -> at::Tensor {
       if (!is_tpu(tensor)) return tensor;
       at::Tensor view = executors::host::cpu_view_now(tensor);
-      views.push_back(LiveView{view, tensor, view.storage().data()});
+      views.push_back(LiveView{view, tensor, view.const_data_ptr()});
       return view;
     });
     stack.push_back(cpu_side_value(mapped));
+  }
+  // As for queued ops: a kernel given `out=` over its own input sees the aliasing and raises
+  // CPU's error, where views with storages of their own let it write through its input.
+  if (views.size() >= 2) {
+    c10::SmallVector<at::Tensor, 6> made;
+    for (const LiveView& live : views) made.push_back(live.view);
+    executors::host::share_storage_of_overlapping_views(made);
   }
   return stack;
 }

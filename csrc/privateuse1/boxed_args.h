@@ -79,11 +79,12 @@ torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>
 struct LiveView {
   at::Tensor view;
   at::Tensor tpu;
-  const void* host_data;  // where the view pointed when made
+  const void* host_data;  // where the view's element 0 was when made
 };
 
 // CPU arguments made now from live tpu tensors (for the synchronous fallback; the chip must be
-// idle); every view made is appended to `views`.
+// idle); every view made is appended to `views`, views over overlapping chip memory sharing
+// one storage, as in cpu_args.
 torch::jit::Stack cpu_args_now(BoxedArgs args, std::vector<LiveView>& views);
 
 }  // namespace torch_tpu::privateuse1

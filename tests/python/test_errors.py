@@ -219,6 +219,43 @@ def test_other_kernels_see_their_arguments_alias_as_on_cpu(mode, write):
 
 
 @pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+@pytest.mark.parametrize("write", [
+    lambda d: (lambda x: torch.nonzero(x, out=x))(torch.tensor([[1, 0], [2, 3]], device=d)),
+    lambda d: (lambda b: torch.nonzero(b[:4].view(2, 2), out=b[2:]))(
+        torch.tensor([1, 0, 2, 3, 0, 0, 0, 0, 0, 0], device=d)),
+    lambda d: (lambda x: torch.masked_select(x, x > 1, out=x))(torch.tensor([1.0, 2, 3, 4], device=d)),
+    lambda d: (lambda b: torch.masked_select(b[:4], torch.tensor([True, False, True, True], device=d),
+                                             out=b[2:5]))(torch.arange(6.0, device=d)),
+], ids=["nonzero_self", "nonzero_slice", "masked_select_self", "masked_select_slice"])
+def test_data_dependent_ops_see_their_arguments_alias_as_on_cpu(mode, write):
+    """Ops whose output shape needs data run synchronously on CPU views of chip memory; an out=
+    over their own input raises CPU's error there, where it used to write through the input
+    (masked_select into a slice of its source gave other numbers than any CPU run)."""
+    with pytest.raises(RuntimeError) as cpu_error:
+        write("cpu")
+    with pytest.raises(RuntimeError) as tpu_error:
+        write("tpu")
+    assert str(cpu_error.value) in str(tpu_error.value)
+
+
+@pytest.mark.filterwarnings("ignore:An output with one or more elements was resized")
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
+def test_data_dependent_ops_still_resize_outputs_that_overlap_nothing(mode):
+    results = {}
+    for device in ("cpu", "tpu"):
+        x = torch.tensor([[1, 0], [2, 3]], device=device)
+        found = torch.empty(0, dtype=torch.long, device=device)
+        torch.nonzero(x, out=found)  # grows from empty
+        values = torch.arange(6.0, device=device)
+        picked = torch.full((1,), -1.0, device=device)
+        torch.masked_select(values, values > 2, out=picked)  # grows past its storage
+        same = torch.masked_select(values, values > 2)  # reads one tensor twice
+        results[device] = [t.cpu() for t in (found, picked, same, x, values)]
+    for cpu, tpu in zip(results["cpu"], results["tpu"]):
+        torch.testing.assert_close(tpu, cpu, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"], indirect=True)
 def test_kernels_given_one_tensor_twice_match_cpu(mode):
     results = {}
     for device in ("cpu", "tpu"):
