@@ -63,11 +63,12 @@ def kernel_cache(tmp_path):
     return {"TORCH_TPU_KERNEL_CACHE_DIR": str(tmp_path / "kernels"), "TORCH_TPU_CODEGEN_AFTER_MS": "0"}
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_compiled_kernels_give_the_interpreters_bits(kernel_cache, dtype):
-    # bf16 chains are compiled when they keep float32 intermediates (eager rounding stays
-    # interpreted); float32 either way.
-    kernel_cache = dict(kernel_cache, TORCH_TPU_FUSED_EXCESS_PRECISION="1")
+@pytest.mark.parametrize("dtype, excess_precision", [
+    ("float32", "0"), ("bfloat16", "0"), ("bfloat16", "1")])
+def test_compiled_kernels_give_the_interpreters_bits(kernel_cache, dtype, excess_precision):
+    # bf16 chains compile both ways: rounding every intermediate as eager does (the default),
+    # or keeping float32 intermediates.
+    kernel_cache = dict(kernel_cache, TORCH_TPU_FUSED_EXCESS_PRECISION=excess_precision)
     interpreted = run_program(dtype, dict(kernel_cache, TORCH_TPU_FUSED_CODEGEN="0"))
     compiled = run_program(dtype, kernel_cache)
     assert interpreted["compiled_runs"] == 0
