@@ -28,6 +28,8 @@ struct ExpressionRule {
   PointwiseOpcode opcode;
   std::vector<int> operand_args;
   int alpha_arg = -1;
+  // pow(tensor, scalar): the opcode depends on the exponent (integer_power_expression).
+  bool integer_power = false;
 };
 
 // "aten::add_.Tensor" -> "add" and "Tensor". A multi-tensor op's lane is its per-tensor op:
@@ -51,6 +53,10 @@ std::pair<std::string, std::string> base_and_overload(const std::string& name) {
 }
 
 std::optional<ExpressionRule> expression_rule(const std::string& name) {
+  if (name == "aten::pow.Tensor_Scalar" || name == "aten::pow.Tensor_Scalar_out" ||
+      name == "aten::pow_.Scalar") {
+    return ExpressionRule{PointwiseOpcode::kMul, {0}, -1, /*integer_power=*/true};
+  }
   const auto [base, overload] = base_and_overload(name);
   const bool tensor_or_scalar = overload.empty() || overload == "Tensor" || overload == "Scalar" ||
                                 overload == "out" || overload == "Scalar_out" ||
@@ -110,6 +116,33 @@ const std::optional<ExpressionRule>& rule_of(const OpPlan& plan) {
   auto found = rules.find(&plan);
   if (found == rules.end()) found = rules.emplace(&plan, expression_rule(plan.name)).first;
   return found->second;
+}
+
+// pow(x, 1), pow(x, 2) and float32 pow(x, 3) as ATen computes them, in float32 and bf16: ATen
+// copies for an exponent of 1 (x * 1 is x, bit for bit), and multiplies for 2 and 3, left to
+// right. (For bf16 it rounds x * x before the third factor, which one instruction cannot; for
+// float16, and other exponents, it calls pow.) RMSNorm squares, and its backward cubes: as
+// plain products their clusters run in the register loop instead of PyTorch's kernels on
+// chunks.
+bool integer_power_expression(const CapturedArgs& captured, const QueuedPointwiseOp& op,
+                              PointwiseExpression& expression) {
+  if (captured.args.size() < 2 || captured.args[1].kind != CapturedArgs::Arg::Kind::kValue) return false;
+  const c10::IValue& exponent = captured.args[1].value;
+  if (!exponent.isScalar() || exponent.toScalar().isComplex()) return false;
+  const double power = exponent.toScalar().toDouble();
+  const c10::ScalarType dtype = op.tensors()[static_cast<size_t>(expression.output)].snapshot->dtype();
+  if (dtype != c10::kFloat && dtype != c10::kBFloat16) return false;
+  const PointwiseOperand base = expression.operands.front();
+  if (power == 1.0) {
+    expression.operands.push_back(PointwiseOperand{-1, 1.0f});
+  } else if (power == 2.0) {
+    expression.operands.push_back(base);
+  } else if (power == 3.0 && dtype == c10::kFloat) {
+    expression.opcode = PointwiseOpcode::kCube;
+  } else {
+    return false;
+  }
+  return true;
 }
 
 // The op's expression (of lane `lane` of a multi-tensor op), when every operand is a chip tensor
@@ -180,6 +213,7 @@ std::optional<PointwiseExpression> expression_of(const OpPlan& plan, const Queue
     }
   }
   if (expression.output < 0) return std::nullopt;
+  if (rule->integer_power && !integer_power_expression(captured, op, expression)) return std::nullopt;
   return expression;
 }
 

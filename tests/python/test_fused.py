@@ -404,6 +404,27 @@ def test_fused_relu_keeps_a_negative_zero_as_aten_does(dtype):
     assert torch.equal(fused, strict) and torch.equal(fused.signbit(), strict.signbit())
 
 
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16], ids=str)
+def test_small_integer_powers_run_in_the_register_loop_with_atens_bits(dtype):
+    """ATen copies for pow(x, 1) and multiplies for pow(x, 2) and pow(x, 3), left to right (for
+    bf16 with x * x rounded first, so a bf16 cube stays with ATen's kernel). RMSNorm's clusters,
+    a square with a row-broadcast scale and its backward's cube, run in the register loop."""
+    generator = torch.Generator().manual_seed(3)
+    x = torch.randn(8, 64, 128, generator=generator) * 3
+    x.view(-1)[:7] = torch.tensor([float("nan"), float("inf"), -float("inf"), 0.0, -0.0, 1e-39, 3e15])
+    scale = torch.rand(8, 64, 1, generator=generator) + 0.5
+
+    def powers(x, scale):
+        return (x.pow(2) * scale + x.pow(1), x.pow(2.0) - x.pow(3) * scale)
+
+    strict, fused = strict_then_fused(powers, [x.to(dtype), scale.to(dtype)])
+    for got, expected in zip(fused, strict):
+        torch.testing.assert_close(got, expected, rtol=0, atol=0, equal_nan=True)
+    assert fusion()["fused_kernels_run"] == 1
+    # float32: one register loop; bf16: the cube keeps the cluster on ATen's kernels
+    assert fusion()["interpreted_kernel_runs"] == (1 if dtype == torch.float32 else 0)
+
+
 @pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float16], ids=str)
 def test_fused_lerp_addcmul_addcdiv_are_atens_fused_multiply_adds(dtype):
     """ATen computes lerp and addcmul with fused multiply-adds (lerp's two forms on either side

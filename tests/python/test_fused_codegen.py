@@ -37,6 +37,8 @@ def chain(x, y, s):
     t = torch.sigmoid(t) + torch.nn.functional.silu(x) - torch.sub(t, y, alpha=0.5)
     t = torch.addcmul(t, x, y, value=0.3) + torch.addcdiv(x, t, y, value=-1.7) + torch.addcmul(y, t, x)
     t = torch.lerp(t, x, 0.25) + torch.lerp(x, t, 0.75) + torch.lerp(t, y, y * 0.4)
+    # pow as ATen computes small integer powers (a bf16 cube is not a register op)
+    t = t + x.pow(2) * 0.01 - (y.pow(3) if dtype == torch.float32 else y.pow(1))
     return t * 0.25
 
 for _ in range(3):  # hot: compiled after the first run when codegen is on

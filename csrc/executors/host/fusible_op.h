@@ -58,6 +58,7 @@ enum class PointwiseOpcode : uint8_t {
   kAddcmul,    // fma(alpha * b, c, a)
   kAddcdiv,    // a + (alpha * b) / c
   kLerp,       // |w| < 0.5 ? fma(w, e - s, s) : fma(w - 1, e - s, e), for (s, e, w)
+  kCube,       // a * a * a, left to right (ATen's pow(a, 3) for float32)
 };
 
 struct PointwiseOperand {

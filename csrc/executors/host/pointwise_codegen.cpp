@@ -166,6 +166,7 @@ std::string expression(const PointwiseInstruction& instruction) {
     case PointwiseOpcode::kRelu: return "relu(" + a + ")";
     case PointwiseOpcode::kAbs: return "std::fabs(" + a + ")";
     case PointwiseOpcode::kReciprocal: return "(1.0f / " + a + ")";
+    case PointwiseOpcode::kCube: return "(" + a + " * " + a + " * " + a + ")";
     // Only bf16/f16 sqrt and exp get here (float32's are MKL calls: codegen_supports): ATen
     // computes them in float, correctly rounded sqrt and SLEEF's exp, as the interpreter does.
     case PointwiseOpcode::kSqrt: return "std::sqrt(" + a + ")";
@@ -248,6 +249,7 @@ std::string vector_expression(const PointwiseInstruction& instruction, int t) {
     case PointwiseOpcode::kRelu: return "vrelu(" + vec(0) + ")";
     case PointwiseOpcode::kAbs: return "vabs(" + vec(0) + ")";
     case PointwiseOpcode::kReciprocal: return "(bc(1.0f) / " + vec(0) + ")";
+    case PointwiseOpcode::kCube: return "(" + vec(0) + " * " + vec(0) + " * " + vec(0) + ")";
     case PointwiseOpcode::kSqrt: return "vsqrt(" + vec(0) + ")";
     case PointwiseOpcode::kRsqrt: return "vrsqrt(" + vec(0) + ")";
     // The function's value on the tile, computed for all tiles at once (vector_function).

@@ -373,6 +373,8 @@ __attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, fl
       return ternary<Finish>(out, a, sources[1], sources[2], n, [alpha](float x, float y, float z) {
         return x + (alpha * y) / z;
       });
+    case PointwiseOpcode::kCube:
+      return unary<Finish>(out, a, n, [](float x) { return x * x * x; });
     case PointwiseOpcode::kLerp:
       return ternary<Finish>(out, a, sources[1], sources[2], n, [](float s, float e, float w) {
         return std::fabs(w) < 0.5f ? std::fma(w, e - s, s) : std::fma(w - 1.0f, e - s, e);

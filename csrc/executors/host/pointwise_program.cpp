@@ -50,6 +50,7 @@ bool layout_independent(const PointwiseExpression& expression) {
     case PointwiseOpcode::kNeg:
     case PointwiseOpcode::kAbs:
     case PointwiseOpcode::kReciprocal:
+    case PointwiseOpcode::kCube:
     case PointwiseOpcode::kSqrt:
     case PointwiseOpcode::kRsqrt:
     case PointwiseOpcode::kExp:
