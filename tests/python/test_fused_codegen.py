@@ -169,7 +169,8 @@ print("compiled", f["kernels_compiled"] + f["kernels_loaded_from_cache"], "inter
 
 # Strided programs (a broadcast row and column, x[..., 0::2] read and written in place, a
 # transposed read) run row by row over the last dim when compiled. Row lengths 37 and 18 leave
-# both the one-vector and the element-by-element tails to run.
+# both the one-vector and the element-by-element tails to run; the odd elements' vector loads
+# end at the row's last element.
 STRIDED_PROGRAM = r"""
 import json, sys, torch, torch_tpu
 dtype = getattr(torch, sys.argv[1])
@@ -207,9 +208,11 @@ print(json.dumps({"bits": bits, "compiled_runs": fusion["compiled_kernel_runs"],
 """
 
 
-@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
-def test_strided_programs_compile_row_by_row_with_the_interpreters_bits(kernel_cache, dtype):
-    kernel_cache = dict(kernel_cache, TORCH_TPU_FUSED_EXCESS_PRECISION="1")
+@pytest.mark.parametrize("dtype, excess_precision", [
+    ("float32", "0"), ("bfloat16", "0"), ("bfloat16", "1")])
+def test_strided_programs_compile_row_by_row_with_the_interpreters_bits(kernel_cache, dtype,
+                                                                         excess_precision):
+    kernel_cache = dict(kernel_cache, TORCH_TPU_FUSED_EXCESS_PRECISION=excess_precision)
     code = STRIDED_PROGRAM.replace("sys.argv[1]", repr(dtype))
     interpreted = json.loads(run_python_ok(code, env=dict(kernel_cache, TORCH_TPU_FUSED_CODEGEN="0"),
                                            timeout=300).strip().splitlines()[-1])

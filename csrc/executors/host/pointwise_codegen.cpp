@@ -98,6 +98,27 @@ inline void vstore_bf16(char* p, int64_t i, vf x) {
   const vh h = __builtin_convertvector((vu)vround_bf16(x) >> 16, vh);
   std::memcpy(p + 2 * i, &h, sizeof(vh));
 }
+// Elements i, i + 2, ..., i + 2 * (kLanes - 1) of a row (a tensor's even or odd elements,
+// as rotary embeddings slice them): two loads that end at the last element (never past it),
+// and the wanted lanes of the pair, instead of kLanes scalar loads.
+#if defined(__AVX512F__)
+#define TORCH_TPU_EVERY_OTHER 0, 2, 4, 6, 8, 10, 12, 14, 17, 19, 21, 23, 25, 27, 29, 31
+#else
+#define TORCH_TPU_EVERY_OTHER 0, 2, 4, 6, 9, 11, 13, 15
+#endif
+inline vf vload_f32_step2(const char* p, int64_t i) {
+  vf a, b;
+  std::memcpy(&a, p + 4 * i, sizeof(vf));
+  std::memcpy(&b, p + 4 * (i + kLanes - 1), sizeof(vf));
+  return __builtin_shufflevector(a, b, TORCH_TPU_EVERY_OTHER);
+}
+inline vf vload_bf16_step2(const char* p, int64_t i) {
+  vh a, b;
+  std::memcpy(&a, p + 2 * i, sizeof(vh));
+  std::memcpy(&b, p + 2 * (i + kLanes - 1), sizeof(vh));
+  const vh h = __builtin_shufflevector(a, b, TORCH_TPU_EVERY_OTHER);
+  return (vf)(__builtin_convertvector(h, vu) << 16);
+}
 inline vf vfma(float a, vf b, vf c) {
   vf r; for (int l = 0; l < kLanes; ++l) r[l] = std::fma(a, b[l], c[l]); return r;
 }
@@ -349,6 +370,8 @@ void emit_step(std::ostringstream& out, const PointwiseProgram& program, const A
         out << "vload_" << type << "(" << at.base(r) << ", " << tile_position(at, t) << ");\n";
       } else if (at.step_of[r] == 0) {
         out << "bc(load_" << type << "(" << at.base(r) << ", 0));\n";
+      } else if (at.step_of[r] == 2) {
+        out << "vload_" << type << "_step2(" << at.base(r) << ", " << at.index(r, tile_position(at, t)) << ");\n";
       } else {  // lane by lane
         out << "[&] { vf x; for (int l = 0; l < kLanes; ++l) x[l] = load_" << type << "(" << at.base(r)
             << ", " << at.index(r, tile_position(at, t) + " + l") << "); return x; }();\n";
