@@ -106,6 +106,7 @@ inline void vstore_bf16(char* p, int64_t i, vf x) {
 #else
 #define TORCH_TPU_EVERY_OTHER 0, 2, 4, 6, 9, 11, 13, 15
 #endif
+#if defined(__has_builtin) && __has_builtin(__builtin_shufflevector)  // GCC 12+, Clang
 inline vf vload_f32_step2(const char* p, int64_t i) {
   vf a, b;
   std::memcpy(&a, p + 4 * i, sizeof(vf));
@@ -119,6 +120,14 @@ inline vf vload_bf16_step2(const char* p, int64_t i) {
   const vh h = __builtin_shufflevector(a, b, TORCH_TPU_EVERY_OTHER);
   return (vf)(__builtin_convertvector(h, vu) << 16);
 }
+#else
+inline vf vload_f32_step2(const char* p, int64_t i) {
+  vf x; for (int l = 0; l < kLanes; ++l) x[l] = load_f32(p, i + 2 * l); return x;
+}
+inline vf vload_bf16_step2(const char* p, int64_t i) {
+  vf x; for (int l = 0; l < kLanes; ++l) x[l] = load_bf16(p, i + 2 * l); return x;
+}
+#endif
 inline vf vfma(float a, vf b, vf c) {
   vf r; for (int l = 0; l < kLanes; ++l) r[l] = std::fma(a, b[l], c[l]); return r;
 }
