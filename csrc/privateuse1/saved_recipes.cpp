@@ -57,11 +57,10 @@ class Registry {
     if (recipe) {
       recipes_.insert_or_assign(key, KeptRecipe{weak(saved), recipe});
       ++stats_.recipes;
-    } else {
-      kept_.insert_or_assign(key, weak(saved));
     }
     return recipe;
   }
+
 
   void count_recompute() {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -76,6 +75,11 @@ class Registry {
   struct KeptRecipe {
     WeakStorage storage;
     std::weak_ptr<const SavedRecipe> recipe;
+  };
+  // Saved tensors autograd keeps over one storage: the detached aliases it holds.
+  struct KeptTensors {
+    WeakStorage storage;
+    std::vector<WeakTensor> aliases;
   };
 
   static WeakStorage weak(const at::Tensor& tensor) {
@@ -95,13 +99,27 @@ class Registry {
   // autograd keeps it (its storage has usually died: that is the point). The weak storage
   // reference keeps the key's identity in both cases.
   static bool stale(const NotedResult& r) { return r.storage.expired(); }
-  static bool stale(const WeakStorage& s) { return s.expired(); }
+  static bool stale(const KeptTensors& k) { return k.storage.expired(); }
   static bool stale(const KeptRecipe& r) { return r.recipe.expired(); }
 
   // Saved by autograd itself (its storage, through any tensor). Then changing it in place
   // before backward raises in Strict too, so recomputing from it adds no new error; a
   // parameter nobody saved may be changed freely, so it does not count.
   bool kept_anyway(const c10::StorageImpl* storage) { return live_entry(kept_, storage) != nullptr; }
+
+  // An alias autograd keeps of `storage` viewed as `geometry`: an op's input whose own tensor
+  // died (a temporary such as `x @ w` in `silu(x @ w)`) while autograd keeps it.
+  std::optional<at::Tensor> kept_alias(const c10::StorageImpl* storage, const TensorGeometry& geometry) {
+    KeptTensors* kept = live_entry(kept_, storage);
+    if (kept == nullptr) return std::nullopt;
+    for (const WeakTensor& weak_alias : kept->aliases) {
+      if (auto impl = weak_alias.lock()) {
+        at::Tensor alias(std::move(impl));
+        if (geometry_of(alias) == geometry) return alias;
+      }
+    }
+    return std::nullopt;
+  }
 
   std::shared_ptr<const SavedRecipe> live_recipe(const c10::StorageImpl* key) {
     KeptRecipe* kept = live_entry(recipes_, key);
@@ -130,6 +148,11 @@ class Registry {
           recipe->args[input.arg] = std::move(tensor);
           continue;
         }
+      } else if (std::optional<at::Tensor> alias = kept_alias(input_key, input.geometry)) {
+        if (version_of(*alias) != input.version) return nullptr;
+        recipe->versions.emplace_back(input.arg, input.version);
+        recipe->args[input.arg] = std::move(*alias);
+        continue;
       }
       auto base_impl = input.base.lock();
       if (base_impl && base_impl.get() != input.tensor._unsafe_get_target()) {
@@ -149,6 +172,18 @@ class Registry {
     return recipe;
   }
 
+ public:
+  // `alias` (of a saved tensor without a recipe) is what autograd keeps (keep_for_backward).
+  void note_kept(const at::Tensor& alias) {
+    const c10::StorageImpl* key = alias.storage().unsafeGetStorageImpl();
+    std::lock_guard<std::mutex> lock(mutex_);
+    KeptTensors* kept = live_entry(kept_, key);
+    if (kept == nullptr) kept = &kept_.insert_or_assign(key, KeptTensors{weak(alias), {}}).first->second;
+    std::erase_if(kept->aliases, [](const WeakTensor& t) { return t.expired(); });
+    kept->aliases.emplace_back(alias.getIntrusivePtr());
+  }
+
+ private:
   void sweep_now_and_then() {
     if (++operations_ % 4096 != 0) return;
     const auto sweep = [](auto& map) {
@@ -163,7 +198,7 @@ class Registry {
 
   std::mutex mutex_;
   std::unordered_map<const c10::StorageImpl*, NotedResult> results_;
-  std::unordered_map<const c10::StorageImpl*, WeakStorage> kept_;  // saved by autograd itself
+  std::unordered_map<const c10::StorageImpl*, KeptTensors> kept_;  // saved by autograd itself
   std::unordered_map<const c10::StorageImpl*, KeptRecipe> recipes_;
   uint64_t operations_ = 0;
   SavedRecipeStats stats_;
@@ -222,12 +257,16 @@ void note_recomputable_result(const c10::OperatorHandle& op, BoxedArgs args,
   registry().note(std::move(noted));
 }
 
-std::shared_ptr<const SavedRecipe> recipe_for(const at::Tensor& saved) {
-  if (!saved.defined() || saved.device().type() != c10::DeviceType::PrivateUse1 ||
-      !saved.has_storage()) {
-    return nullptr;
+KeptForBackward keep_for_backward(const at::Tensor& saved) {
+  const bool on_chip = saved.defined() && saved.device().type() == c10::DeviceType::PrivateUse1 &&
+                       saved.has_storage();
+  if (on_chip) {
+    if (auto recipe = registry().recipe_for(saved)) return {std::move(recipe), at::Tensor()};
   }
-  return registry().recipe_for(saved);
+  // Detached outside the registry's lock: detach dispatches an op.
+  at::Tensor alias = saved.defined() ? saved.detach() : saved;
+  if (on_chip) registry().note_kept(alias);
+  return {nullptr, std::move(alias)};
 }
 
 namespace {

@@ -70,9 +70,16 @@ struct SavedRecipe {
   uint32_t version = 0;
 };
 
-// What autograd should keep for `saved`: a recipe if one can be made (see above), else null,
-// in which case `saved` is noted as kept (so later recipes may use it as an input).
-std::shared_ptr<const SavedRecipe> recipe_for(const at::Tensor& saved);
+// What autograd should keep for `saved` (any device: the hooks are autograd's default ones): a
+// recipe if one can be made (see above), else a detached alias of `saved`, as autograd itself
+// keeps a saved tensor, noted as kept so that later recipes may use it as an input. Never
+// `saved` itself: it may be the op's own result, whose grad_fn holds what is kept, and the
+// graph would then live in a reference cycle until the garbage collector found it.
+struct KeptForBackward {
+  std::shared_ptr<const SavedRecipe> recipe;  // or null, and then:
+  at::Tensor tensor;
+};
+KeptForBackward keep_for_backward(const at::Tensor& saved);
 
 // The saved tensor again: its op run on its inputs, recorded like any op, under the caller's
 // grad mode (so double backward differentiates through the recomputation). Raises autograd's

@@ -14,9 +14,9 @@ void init_saved_recipes(py::module_& m) {
       m, "_SavedRecipe");
   m.def("_set_saved_recipes_enabled", &privateuse1::set_saved_recipes_enabled);
   m.def("_pack_saved", [](const at::Tensor& saved) -> py::object {
-    auto recipe = privateuse1::recipe_for(saved);
-    if (recipe == nullptr) return py::cast(saved);
-    return py::cast(std::const_pointer_cast<privateuse1::SavedRecipe>(recipe));
+    privateuse1::KeptForBackward kept = privateuse1::keep_for_backward(saved);
+    if (kept.recipe == nullptr) return py::cast(std::move(kept.tensor));
+    return py::cast(std::const_pointer_cast<privateuse1::SavedRecipe>(kept.recipe));
   });
   m.def("_unpack_saved", [](const py::object& packed) -> at::Tensor {
     if (py::isinstance<privateuse1::SavedRecipe>(packed)) {

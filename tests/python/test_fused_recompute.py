@@ -2,6 +2,8 @@
 anyway) instead of the op's result, and backward recomputes it. Gradients are Strict's, peak
 memory is lower, and in-place changes to what backward needs raise as in Strict."""
 
+import weakref
+
 import pytest
 import torch
 import torch.nn.functional as F
@@ -67,6 +69,26 @@ def test_saved_pointwise_results_are_recomputed_with_strict_gradients_and_less_m
         fused_kept, strict_kept, unfused_kept)
     assert fused_peak <= min(strict_peak, unfused_peak) - activation, (
         fused_peak, strict_peak, unfused_peak)
+
+
+@pytest.mark.usefixtures("no_stray_frees")  # the garbage collector stays off
+@pytest.mark.parametrize("device", ["cpu", "tpu"])
+def test_a_saved_result_without_a_recipe_dies_with_its_graph(device):
+    """Fused mode's saved-tensor hooks are autograd's default hooks, so they see every saved
+    tensor, CPU ones included. One kept as it was handed to the pack hook (an op's own result,
+    here softmax's) held its graph in a reference cycle until the garbage collector ran: a
+    conformance sweep's CPU reference runs in a fused-mode process ran out of address space.
+    A saved tensor without a recipe is now kept as a detached alias, as autograd keeps it."""
+    torch_tpu.set_mode("fused")
+    try:
+        x = torch.randn(64, 64, device=device, requires_grad=True)
+        y = torch.softmax(x, dim=-1)  # softmax saves its result
+        loss = (y * y).sum()
+        result = weakref.ref(y)
+        del y, loss
+        assert result() is None, "the saved result outlived its graph"
+    finally:
+        torch_tpu.set_mode("strict")
 
 
 @pytest.mark.usefixtures("no_stray_frees")
