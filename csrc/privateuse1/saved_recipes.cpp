@@ -61,7 +61,6 @@ class Registry {
     return recipe;
   }
 
-
   void count_recompute() {
     std::lock_guard<std::mutex> lock(mutex_);
     ++stats_.recomputed;
