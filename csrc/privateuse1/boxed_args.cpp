@@ -195,6 +195,16 @@ at::Tensor rebuild(const CapturedArgs::Tensor& element, size_t index,
   return view;
 }
 
+// The CPU views made for one op's arguments (views[first, end), each read by `tensor_of`)
+// share one storage where they overlap, as their tpu tensors do.
+template <typename View, typename TensorOf>
+void share_overlapping(const std::vector<View>& views, size_t first, TensorOf tensor_of) {
+  if (views.size() - first < 2) return;
+  c10::SmallVector<at::Tensor, 6> made;
+  for (size_t i = first; i < views.size(); ++i) made.push_back(tensor_of(views[i]));
+  executors::host::share_storage_of_overlapping_views(made);
+}
+
 }  // namespace
 
 torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>& views,
@@ -233,15 +243,12 @@ torch::jit::Stack cpu_args(const CapturedArgs& captured, std::vector<QueuedView>
       }
     }
   }
-  if (views.size() - first_view >= 2) {
-    c10::SmallVector<at::Tensor, 6> made;
-    for (size_t i = first_view; i < views.size(); ++i) made.push_back(views[i].second);
-    executors::host::share_storage_of_overlapping_views(made);
-  }
+  share_overlapping(views, first_view, [](const QueuedView& view) { return view.second; });
   return stack;
 }
 
 torch::jit::Stack cpu_args_now(BoxedArgs args, std::vector<LiveView>& views) {
+  const size_t first_view = views.size();
   torch::jit::Stack stack;
   stack.reserve(args.size());
   for (const c10::IValue& arg : args) {
@@ -255,11 +262,7 @@ torch::jit::Stack cpu_args_now(BoxedArgs args, std::vector<LiveView>& views) {
   }
   // As for queued ops: a kernel given `out=` over its own input sees the aliasing and raises
   // CPU's error, where views with storages of their own let it write through its input.
-  if (views.size() >= 2) {
-    c10::SmallVector<at::Tensor, 6> made;
-    for (const LiveView& live : views) made.push_back(live.view);
-    executors::host::share_storage_of_overlapping_views(made);
-  }
+  share_overlapping(views, first_view, [](const LiveView& live) { return live.view; });
   return stack;
 }
 
