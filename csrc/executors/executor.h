@@ -1,0 +1,72 @@
+// The executor interface (DESIGN §2): what the engine asks of whatever runs programs on chips.
+// An executor compiles an IR program into an executable (slow, once per structure: the engine
+// caches executables by ir::structural_key), runs executables on device buffers in stream
+// order, and owns device buffers. The host executor (executors/host/) runs programs on the
+// host runtime's software chips; a PJRT executor runs them through a PJRT plugin; the null
+// executor (executors/null_executor.h) runs nothing, for the engine's tests. Torch-free.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+#include "runtime/device_memory.h"
+#include "runtime/stream.h"
+
+namespace torch_tpu::executors {
+
+// A compiled program. Each executor subclasses it; the engine only stores and passes it back.
+// Immutable once made, so one executable serves concurrent runs.
+class Executable {
+ public:
+  virtual ~Executable() = default;
+};
+
+// What one run reads and writes. `storages` has one entry per storage of the program the
+// executable was compiled from: the buffer bound to it, or 0 for a created storage that is not
+// live out (the executor keeps such scratch itself). `scalars` are ir::dynamic_scalars of the
+// program being run (equal in structure, not in values, to the one compiled).
+struct RunBindings {
+  std::vector<runtime::DeviceAddress> storages;
+  std::vector<ir::ScalarValue> scalars;
+};
+
+class Executor {
+ public:
+  virtual ~Executor() = default;
+  Executor() = default;
+  Executor(const Executor&) = delete;
+  Executor& operator=(const Executor&) = delete;
+
+  // Names the executor in metrics and cache keys ("host", "pjrt:cpu", "null").
+  virtual std::string name() const = 0;
+
+  // Compiles a verified program. Thread-safe. Throws std::exception naming the op it cannot
+  // compile (the engine turns that into the user's error).
+  virtual std::shared_ptr<const Executable> compile(const ir::Program& program) = 0;
+
+  // Queues a run on `stream` after the work queued there before it and returns at once; its
+  // failure is kept by the stream and raised at the next sync point, naming the op.
+  virtual void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
+                   runtime::Stream& stream) = 0;
+
+  // A device buffer of `bytes` on `chip`, usable by work queued on `stream` from now on.
+  // Throws runtime::OutOfMemoryError when the chip has no room.
+  virtual runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) = 0;
+  // Gives back a buffer once the work queued on its stream so far has run.
+  virtual void free(int chip, runtime::DeviceAddress buffer) = 0;
+
+  // Copies queued on `stream` (asynchronous: host memory must stay valid until the stream
+  // reaches them; synchronize the stream to wait).
+  virtual void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
+                              runtime::Stream& stream) = 0;
+  virtual void copy_to_host(runtime::DeviceAddress device, void* host, size_t bytes,
+                            runtime::Stream& stream) = 0;
+  virtual void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
+                              runtime::Stream& stream) = 0;
+};
+
+}  // namespace torch_tpu::executors

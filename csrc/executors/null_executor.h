@@ -1,0 +1,52 @@
+// An executor that compiles and runs nothing: it counts what it is asked and queues an empty
+// task per run, so tests of the engine (deferral, caching, flush policy) need no kernels.
+// Buffers are numbers handed out in order; copies only count bytes. Thread-safe.
+#pragma once
+
+#include <atomic>
+#include <mutex>
+#include <vector>
+
+#include "executors/executor.h"
+
+namespace torch_tpu::executors {
+
+class NullExecutor : public Executor {
+ public:
+  // Each compiled program, as text (ir::to_text), in compile order.
+  struct Compiled : Executable {
+    std::string program_text;
+    size_t nodes = 0;
+  };
+
+  std::string name() const override { return "null"; }
+  std::shared_ptr<const Executable> compile(const ir::Program& program) override;
+  void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
+           runtime::Stream& stream) override;
+  runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) override;
+  void free(int chip, runtime::DeviceAddress buffer) override;
+  void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
+                      runtime::Stream& stream) override;
+  void copy_to_host(runtime::DeviceAddress device, void* host, size_t bytes,
+                    runtime::Stream& stream) override;
+  void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
+                      runtime::Stream& stream) override;
+
+  int64_t compiles() const { return compiles_.load(); }
+  int64_t runs() const { return runs_.load(); }
+  int64_t live_buffers() const { return live_buffers_.load(); }
+  int64_t bytes_copied() const { return bytes_copied_.load(); }
+  // The bindings of every run, in the order the stream ran them.
+  std::vector<RunBindings> runs_bound() const;
+
+ private:
+  std::atomic<int64_t> compiles_{0};
+  std::atomic<int64_t> runs_{0};
+  std::atomic<int64_t> live_buffers_{0};
+  std::atomic<int64_t> bytes_copied_{0};
+  std::atomic<runtime::DeviceAddress> next_buffer_{0x1000};
+  mutable std::mutex mutex_;
+  std::vector<RunBindings> runs_bound_;
+};
+
+}  // namespace torch_tpu::executors
