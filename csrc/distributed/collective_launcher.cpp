@@ -220,7 +220,7 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
                                                std::move(done), collective.outputs,
                                                c10_stream(device, communication), signature.sequence,
                                                coverage_);
-  if (engine::current_mode() == engine::ExecutionMode::kDebug) {
+  if (engine::current_policy().waits_for_each_op()) {
     engine::sync_stream(communication, "debug_mode");
   }
   return issued(std::move(work));
@@ -255,7 +255,7 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(PointToPoint op) {
       rank_, op.op, op.name, device, std::move(done), std::vector<at::Tensor>{op.tensor},
       c10_stream(device, communication), /*sequence=*/0, coverage_);
   work->set_source_rank([posting] { return posting->source_rank(); });
-  if (engine::current_mode() == engine::ExecutionMode::kDebug) {
+  if (engine::current_policy().waits_for_each_op()) {
     engine::sync_stream(communication, "debug_mode");
   }
   return issued(std::move(work));

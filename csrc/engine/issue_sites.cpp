@@ -27,7 +27,7 @@ bool record_python_lines_enabled() { return record_slot().load(std::memory_order
 void set_record_python_lines(bool enabled) { record_slot().store(enabled); }
 
 const char* current_issue_site() {
-  if (!record_python_lines_enabled() && current_mode() != ExecutionMode::kDebug) return nullptr;
+  if (!record_python_lines_enabled() && !current_policy().always_records_issue_sites()) return nullptr;
   const IssueSiteReader reader = g_reader.load(std::memory_order_acquire);
   return reader != nullptr ? reader() : nullptr;
 }

@@ -71,7 +71,7 @@ constexpr auto kLongTakeover = std::chrono::milliseconds(2);
 
 void release_host_team_after_long_takeover(std::chrono::steady_clock::duration ran_for) {
   if (ran_for < kLongTakeover ||
-      std::this_thread::get_id() != g_main_thread || current_mode() == ExecutionMode::kDebug) {
+      std::this_thread::get_id() != g_main_thread || !current_policy().host_runs_beside_worker()) {
     return;
   }
   // OpenMP 5.0: frees the calling thread's team; its helper threads exit.
@@ -125,9 +125,7 @@ void launch(int device, const char* op_name, runtime::Task task) {
   stream.enqueue(op_name, std::move(task), /*description=*/nullptr, /*program_boundary=*/false,
                  current_issue_site());
   count_op_launched();
-  if (current_mode() == ExecutionMode::kDebug) {
-    sync_stream(stream, "debug_mode");
-  }
+  if (current_policy().waits_for_each_op()) sync_stream(stream, "debug_mode");
 }
 
 void sync_stream(runtime::Stream& stream, const char* reason) {

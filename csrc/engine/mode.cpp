@@ -6,29 +6,62 @@
 
 #include <c10/util/Exception.h>
 
+#include "engine/modes/debug_mode.h"
+#include "engine/modes/fused_mode.h"
+#include "engine/modes/strict_mode.h"
 #include "runtime/stream.h"
 
 namespace torch_tpu::engine {
 namespace {
+
+// The registered modes; the first is the default.
+const std::vector<const ModePolicy*>& registered_modes() {
+  static const StrictMode strict;
+  static const DebugMode debug;
+  static const FusedMode fused;
+  static const std::vector<const ModePolicy*> modes{&strict, &debug, &fused};
+  return modes;
+}
+
+const ModePolicy* find_mode(const std::string& name) {
+  for (const ModePolicy* mode : registered_modes()) {
+    if (name == mode->name()) return mode;
+    for (const std::string& alias : mode->aliases()) {
+      if (name == alias) return mode;
+    }
+  }
+  return nullptr;
+}
+
+const ModePolicy& parse_mode(const std::string& name) {
+  if (const ModePolicy* mode = find_mode(name)) return *mode;
+  std::string accepted;
+  for (const std::string& known : mode_names()) {
+    accepted += (accepted.empty() ? "'" : ", '") + known + "'";
+  }
+  TORCH_CHECK_VALUE(false, "unknown tpu execution mode '", name, "': expected one of ", accepted);
+}
 
 bool env_is_one(const char* name) {
   const char* value = std::getenv(name);
   return value != nullptr && std::strcmp(value, "1") == 0;
 }
 
-ExecutionMode mode_from_env() {
+const ModePolicy& mode_from_env() {
   if (const char* value = std::getenv("TORCH_TPU_MODE"); value && *value) return parse_mode(value);
-  if (env_is_one("TPU_DEFER_AND_FUSE")) return ExecutionMode::kFused;
-  return env_is_one("TPU_LAUNCH_BLOCKING") ? ExecutionMode::kDebug : ExecutionMode::kStrict;
+  // Google's TorchTPU spells the two non-default modes this way.
+  if (env_is_one("TPU_DEFER_AND_FUSE")) return parse_mode("fused");
+  if (env_is_one("TPU_LAUNCH_BLOCKING")) return parse_mode("debug");
+  return *registered_modes().front();
 }
 
-std::atomic<ExecutionMode>& mode_slot() {
-  static std::atomic<ExecutionMode> mode{[] {
-    const ExecutionMode initial = mode_from_env();
-    runtime::set_deferral(initial == ExecutionMode::kFused);
-    return initial;
+std::atomic<const ModePolicy*>& policy_slot() {
+  static std::atomic<const ModePolicy*> policy{[] {
+    const ModePolicy& initial = mode_from_env();
+    runtime::set_deferral(initial.defers_ops());
+    return &initial;
   }()};
-  return mode;
+  return policy;
 }
 
 std::atomic<bool>& check_nans_slot() {
@@ -38,27 +71,18 @@ std::atomic<bool>& check_nans_slot() {
 
 }  // namespace
 
-ExecutionMode current_mode() { return mode_slot().load(std::memory_order_relaxed); }
-void set_mode(ExecutionMode mode) {
-  mode_slot().store(mode);
-  runtime::set_deferral(mode == ExecutionMode::kFused);
+const ModePolicy& current_policy() { return *policy_slot().load(std::memory_order_relaxed); }
+
+void set_mode(const std::string& name) {
+  const ModePolicy& policy = parse_mode(name);
+  policy_slot().store(&policy);
+  runtime::set_deferral(policy.defers_ops());
 }
 
-std::string mode_name(ExecutionMode mode) {
-  switch (mode) {
-    case ExecutionMode::kDebug: return "debug";
-    case ExecutionMode::kFused: return "fused";
-    case ExecutionMode::kStrict: break;
-  }
-  return "strict";
-}
-
-ExecutionMode parse_mode(const std::string& name) {
-  if (name == "strict") return ExecutionMode::kStrict;
-  if (name == "debug") return ExecutionMode::kDebug;
-  if (name == "fused" || name == "defer_and_fuse") return ExecutionMode::kFused;
-  TORCH_CHECK_VALUE(false, "unknown tpu execution mode '", name,
-                    "': expected 'strict', 'debug' or 'fused'");
+std::vector<std::string> mode_names() {
+  std::vector<std::string> names;
+  for (const ModePolicy* mode : registered_modes()) names.emplace_back(mode->name());
+  return names;
 }
 
 bool check_nans_enabled() { return check_nans_slot().load(std::memory_order_relaxed); }

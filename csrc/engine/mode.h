@@ -1,26 +1,56 @@
-// Execution modes (DESIGN §1): Strict runs ops asynchronously on the chip's queue; Debug waits
-// for each op, so errors surface at the op that caused them (and NaN/Inf checks can run);
-// Fused (DeferAndFuse) records ops on each stream until a sync point flushes them as a program
-// (runtime/stream.h deferral, engine/program.h).
+// Execution modes (DESIGN §1) as policy objects. Code that behaves differently per mode asks
+// the current policy a question (does the host wait for each op? are ops deferred into
+// programs?) instead of comparing mode names, so a new mode is one policy file plus a line in
+// mode.cpp's table. The modes: Strict runs ops asynchronously on the chip's queue; Debug waits
+// for each op, so errors surface at the op that caused them; Fused (DeferAndFuse) records ops
+// on each stream until a sync point flushes them as a program (engine/program.h).
 #pragma once
 
 #include <string>
+#include <vector>
 
 namespace torch_tpu::engine {
 
-enum class ExecutionMode { kStrict = 0, kDebug = 1, kFused = 2 };
+class ModePolicy {
+ public:
+  virtual ~ModePolicy() = default;
+  // The name set_mode takes and get_mode answers ("strict").
+  virtual const char* name() const = 0;
+  // Other names set_mode accepts for it.
+  virtual std::vector<std::string> aliases() const { return {}; }
 
-// Process-wide mode. The first call reads TORCH_TPU_MODE (strict|debug|fused), then
-// TPU_DEFER_AND_FUSE=1 (-> fused) and TPU_LAUNCH_BLOCKING=1 (-> debug). Thread-safe. Callers
-// of set_mode synchronize the chips first (pending work belongs to the old mode).
-ExecutionMode current_mode();
-void set_mode(ExecutionMode mode);
-// "strict" / "debug" / "fused" ("defer_and_fuse" is accepted too); parse_mode throws
-// c10::ValueError naming the accepted values.
-std::string mode_name(ExecutionMode mode);
-ExecutionMode parse_mode(const std::string& name);
+  // Launch: the host waits for each op it issues and raises its error there.
+  virtual bool waits_for_each_op() const { return false; }
+  // Describe: ops are recorded for a planner and kept pending until a flush point, instead of
+  // queued one by one.
+  virtual bool defers_ops() const { return false; }
+  // Allocate: a new buffer gets chip memory only when a task first reaches its bytes.
+  virtual bool allocates_lazily() const { return false; }
+  // Flush: the end of a backward pass is a flush point (the backward graph becomes a program).
+  virtual bool flushes_after_backward() const { return false; }
+  // Autograd keeps recipes of cheap pointwise results instead of the results
+  // (privateuse1/saved_recipes.h), where TORCH_TPU_FUSED_RECOMPUTE allows.
+  virtual bool recomputes_saved_results() const { return false; }
+  // Every op records the Python line that issued it, whatever set_record_python_lines says.
+  virtual bool always_records_issue_sites() const { return false; }
+  // Floating outputs are checked for NaN/Inf after each op when set_check_nans(True).
+  virtual bool checks_nans_when_enabled() const { return false; }
+  // A stream worker runs queued work beside the host, so a host that ran the queue itself for
+  // long frees its OpenMP team rather than letting it spin on the worker's core.
+  virtual bool host_runs_beside_worker() const { return true; }
+};
 
-// Debug mode only: check every op's floating outputs for NaN/Inf and raise naming the op.
+// The current policy: the first call reads TORCH_TPU_MODE (a mode name), then
+// TPU_DEFER_AND_FUSE=1 (fused) and TPU_LAUNCH_BLOCKING=1 (debug). Thread-safe.
+const ModePolicy& current_policy();
+// Selects the mode named `name` (or one of its aliases); throws c10::ValueError listing the
+// accepted names otherwise. Callers synchronize the chips first (pending work belongs to the
+// old mode).
+void set_mode(const std::string& name);
+// Every registered mode's name, in registration order.
+std::vector<std::string> mode_names();
+
+// Debug checks of floating outputs for NaN/Inf (modes that checks_nans_when_enabled).
 // Initialised from TORCH_TPU_CHECK_NANS=1.
 bool check_nans_enabled();
 void set_check_nans(bool enabled);

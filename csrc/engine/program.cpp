@@ -244,7 +244,7 @@ const bool g_planner_installed = [] {
 
 std::shared_ptr<const OpDescription> describe_storages(
     const char* op_name, std::initializer_list<std::pair<const at::Tensor*, bool>> tensors) {
-  if (current_mode() != ExecutionMode::kFused) return nullptr;
+  if (!current_policy().defers_ops()) return nullptr;
   auto description = std::make_shared<OpDescription>();
   description->structure.push_back(static_cast<int64_t>(std::hash<std::string>()(op_name)));
   for (const auto& [tensor, written] : tensors) {
@@ -266,7 +266,7 @@ void launch_described(int device, const char* op_name, runtime::Task task,
   stream.enqueue(op_name, std::move(task), std::move(description), boundary,
                  current_issue_site());
   count_op_launched();
-  if (current_mode() == ExecutionMode::kDebug) sync_stream(stream, "debug_mode");
+  if (current_policy().waits_for_each_op()) sync_stream(stream, "debug_mode");
 }
 
 std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,

@@ -32,7 +32,7 @@ void delete_device_buffer(void* context) {
 // next sync point.
 runtime::DeviceAddress reserve_lazily(runtime::Chip& chip, size_t nbytes,
                                       runtime::StreamId stream) {
-  if (engine::current_mode() != engine::ExecutionMode::kFused) return 0;
+  if (!engine::current_policy().allocates_lazily()) return 0;
   runtime::LazyBuffers& lazy = chip.lazy_buffers();
   const size_t unreserved = chip.memory().capacity() - chip.memory().reserved_bytes();
   if (lazy.unmaterialized_bytes() + nbytes > unreserved) return 0;

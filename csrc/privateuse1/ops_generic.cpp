@@ -388,7 +388,7 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
   // Output shapes, dtypes and strides: from the cache, or from the Meta kernel (which also
   // checks the arguments) without touching data.
   CallSignature signature = call_signature(plan, args);
-  const bool fused = engine::current_mode() == engine::ExecutionMode::kFused;
+  const bool fused = engine::current_policy().defers_ops();
   // Fused mode keys its program cache on the same structure (engine/program.h).
   std::vector<int64_t> structure = fused ? signature : std::vector<int64_t>{};
   // Meta kernels read CPU index tensors, so such calls are not keyed by structure alone.
@@ -464,7 +464,7 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
     engine::launch(device.index(), plan.name.c_str(),
                    [queued = std::move(queued)] { run_queued(*queued); });
   }
-  if (engine::current_mode() == engine::ExecutionMode::kDebug && engine::check_nans_enabled()) {
+  if (engine::current_policy().checks_nans_when_enabled() && engine::check_nans_enabled()) {
     check_finite(plan.name, outputs);
   }
   return results;

@@ -11,8 +11,11 @@ namespace torch_tpu::python {
 namespace py = pybind11;
 
 void init_modes(py::module_& m) {
-  m.def("_get_mode", [] { return engine::mode_name(engine::current_mode()); });
-  m.def("_set_mode", [](const std::string& name) { engine::set_mode(engine::parse_mode(name)); });
+  m.def("_get_mode", [] { return std::string(engine::current_policy().name()); });
+  m.def("_set_mode", [](const std::string& name) { engine::set_mode(name); });
+  m.def("_mode_names", &engine::mode_names);
+  m.def("_mode_flushes_after_backward", [] { return engine::current_policy().flushes_after_backward(); });
+  m.def("_mode_recomputes_saved_results", [] { return engine::current_policy().recomputes_saved_results(); });
   m.def("_check_nans_enabled", &engine::check_nans_enabled);
   m.def("_set_check_nans", &engine::set_check_nans);
   // Fused mode: runs every stream's recorded ops now (without waiting for them), saying why.

@@ -33,7 +33,8 @@ if not hasattr(torch, "tpu"):
 
 from ._metrics import metrics, reset_metrics  # noqa: E402
 from ._modes import (  # noqa: E402
-    get_mode, mode, set_check_nans, set_mode, set_record_python_lines, wait_for_kernel_compiles)
+    get_mode, mode, mode_names, set_check_nans, set_mode, set_record_python_lines,
+    wait_for_kernel_compiles)
 from ._shutdown import install as _install_shutdown_hook  # noqa: E402
 from .distributed import register as _register_tpu_dist  # noqa: E402
 from ._backward_flush import install as _install_backward_flush  # noqa: E402
@@ -43,7 +44,7 @@ _register_tpu_dist()
 _install_backward_flush()
 
 _install_shutdown_hook()
-_saved_recipes.follow_mode(get_mode())  # fused mode chosen through the environment
+_saved_recipes.follow_mode()  # fused mode chosen through the environment
 
-__all__ = ["get_mode", "metrics", "mode", "reset_metrics", "set_check_nans", "set_mode",
-           "set_record_python_lines"]
+__all__ = ["get_mode", "metrics", "mode", "mode_names", "reset_metrics", "set_check_nans",
+           "set_mode", "set_record_python_lines"]

@@ -3,7 +3,7 @@ program, planned once and then found in the cache every step, and the optimizer 
 
 PyTorch gives a backend no hook at the end of a backward pass, so the engine entry point that
 ``Tensor.backward``, ``torch.autograd.backward`` and ``torch.autograd.grad`` all call is wrapped
-here; outside fused mode the wrapper only checks the mode.
+here; in other modes the wrapper only asks the mode's policy.
 """
 
 import functools
@@ -21,7 +21,7 @@ def install() -> None:
     @functools.wraps(original)
     def run_backward_then_flush(*args, **kwargs):
         result = original(*args, **kwargs)
-        if _C._get_mode() == "fused":
+        if _C._mode_flushes_after_backward():
             _C._flush_all("backward")
         return result
 

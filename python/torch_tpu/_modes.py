@@ -22,14 +22,19 @@ def get_mode() -> str:
     return _C._get_mode()
 
 
+def mode_names() -> list:
+    """The execution modes :func:`set_mode` accepts: ``["strict", "debug", "fused"]``."""
+    return _C._mode_names()
+
+
 def set_mode(mode: str) -> None:
-    """Selects the execution mode for the whole process (``"defer_and_fuse"`` is another name
-    for ``"fused"``). Pending work (recorded ops too) is finished first, so errors of earlier
+    """Selects the execution mode for the whole process: one of :func:`mode_names`
+    (``"defer_and_fuse"`` is another name for ``"fused"``). Pending work (recorded ops too) is finished first, so errors of earlier
     asynchronous ops surface here rather than in the new mode."""
     for index in range(torch.tpu.device_count()):
         torch.tpu.synchronize(index)
     _C._set_mode(mode)
-    _saved_recipes.follow_mode(get_mode())
+    _saved_recipes.follow_mode()
 
 
 @contextlib.contextmanager

@@ -18,14 +18,23 @@ from . import _C
 _installed = False
 
 
-def _wanted(mode: str) -> bool:
-    return mode == "fused" and os.environ.get("TORCH_TPU_FUSED_RECOMPUTE", "1") != "0"
+def _wanted() -> bool:
+    return _C._mode_recomputes_saved_results() and os.environ.get("TORCH_TPU_FUSED_RECOMPUTE", "1") != "0"
 
 
-def follow_mode(mode: str) -> None:
-    """Installs the hooks when `mode` is fused, removes them otherwise."""
+def follow_mode() -> None:
+    """Installs the hooks when the current mode recomputes saved results (fused), removes them
+    otherwise."""
+    _apply(_wanted())
+
+
+def remove() -> None:
+    """Removes the hooks whatever the mode (at interpreter exit)."""
+    _apply(False)
+
+
+def _apply(wanted: bool) -> None:
     global _installed
-    wanted = _wanted(mode)
     if wanted == _installed:
         return
     if wanted:

@@ -22,7 +22,7 @@ from . import _saved_recipes
 def _release_autograd_graph_tasks():
     if not torch.tpu.is_initialized():
         return  # no tpu tensor was ever made, so no backward ran on a chip
-    _saved_recipes.follow_mode("strict")
+    _saved_recipes.remove()
     engine = torch.autograd.Variable._execution_engine
     for index in range(torch.tpu.device_count()):
         device = torch.device("tpu", index)

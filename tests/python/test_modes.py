@@ -39,7 +39,7 @@ def test_mode_context_manager_restores_even_on_error():
 
 
 def test_unknown_mode_is_a_value_error():
-    with pytest.raises(ValueError, match="unknown tpu execution mode 'turbo'.*'strict', 'debug' or 'fused'"):
+    with pytest.raises(ValueError, match="unknown tpu execution mode 'turbo': expected one of 'strict', 'debug', 'fused'"):
         torch_tpu.set_mode("turbo")
     assert torch_tpu.get_mode() == "strict"
 
@@ -206,3 +206,13 @@ def test_metrics_count_ops_and_syncs_by_reason():
     assert {k: fresh[k] for k in ("ops_launched", "fallbacks", "syncs")} == {
         "ops_launched": 0, "fallbacks": {}, "syncs": {}}
     assert fresh["shape_cache"]["hits"] == fresh["shape_cache"]["misses"] == 0
+
+
+def test_modes_are_named_by_their_policies():
+    assert torch_tpu.mode_names() == ["strict", "debug", "fused"]
+    with torch_tpu.mode("defer_and_fuse"):
+        assert torch_tpu.get_mode() == "fused"
+        assert torch_tpu._C._mode_flushes_after_backward()
+        assert torch_tpu._C._mode_recomputes_saved_results()
+    with torch_tpu.mode("debug"):
+        assert not torch_tpu._C._mode_flushes_after_backward()
