@@ -6,20 +6,38 @@ Every test compares the tpu backend with PyTorch's own CPU results on the same i
 import torch_tpu  # noqa: I001  (first: registers the tpu device before any test touches torch)
 
 import copy
-import faulthandler
 import gc
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
 
+import hang_watchdog
+
 MODES = ["strict", "debug", "fused"]
 
-# A hung test (e.g. a deadlock between the host and a chip's queue) aborts the run with every
-# thread's Python stack instead of stalling CI forever. Far above any test's normal duration.
-HANG_TIMEOUT_S = 180
+HERE = Path(__file__).resolve().parent
+
+# A hung test (e.g. a deadlock between the host and a chip's queue) ends the run with a report
+# naming it and every thread's Python stack, instead of stalling CI forever (hang_watchdog.py).
+# The default is far above any ordinary test's duration.
+HANG_BUDGET_S = 180
+# Tests that are long by design, in child processes whose own timeouts exceed the default.
+# Each budget is well above those timeouts, so that a slow child fails its one test with its
+# output, and the watchdog stays the last resort for a real hang. A budget covers the item's
+# fixtures too: a distributed module's rank launch is a module fixture, run in its first test.
+LONG_HANG_BUDGETS_S = {
+    HERE / "test_conformance.py": 1400,   # a fast tier: ~6 min on 2 idle cores, timeout 1100 s
+    HERE / "test_fused_codegen.py": 900,  # ~30 s on 2 idle cores, two children of up to 300 s
+    HERE / "distributed": 600,            # rank launches: wall timeouts of up to 240 s
+}
+
+
+def pytest_configure(config):
+    hang_watchdog.install(config, HANG_BUDGET_S, LONG_HANG_BUDGETS_S)
 
 
 @pytest.fixture(autouse=True)
@@ -33,9 +51,7 @@ def _strict_mode_and_fresh_metrics():
     torch.tpu.set_device(0)
     torch.tpu.set_stream(torch.tpu.default_stream(0))
     torch_tpu.reset_metrics()
-    faulthandler.dump_traceback_later(HANG_TIMEOUT_S, exit=True)
     yield
-    faulthandler.cancel_dump_traceback_later()
     torch.tpu.set_stream(torch.tpu.default_stream(0))
     torch_tpu.set_check_nans(False)
     torch_tpu.set_record_python_lines(False)
