@@ -10,110 +10,32 @@
 #include <unordered_map>
 
 #include <c10/util/Exception.h>
-#include <c10/util/hash.h>
 
 #include "engine/issue_sites.h"
 #include "engine/launch.h"
 #include "engine/metrics.h"
 #include "engine/mode.h"
+#include "engine/program_assembly.h"
 #include "engine/program_plan.h"
 #include "executors/host/fused_cluster.h"
+#include "ir/printer.h"
+#include "ir/structural_hash.h"
 
 namespace torch_tpu::engine {
 namespace {
 
 using executors::host::FusibleOp;
-using Key = std::vector<int64_t>;
 
-struct KeyHash {
-  size_t operator()(const Key& key) const { return c10::hash<std::vector<int64_t>>()(key); }
-};
-
-// Numbers storages in first-seen order: an open-addressing table kept per thread. A program
-// names hundreds of storages, and a node-based map allocated a node for each on every flush.
-class StorageNumbering {
- public:
-  // `most`: an upper bound on how many distinct storages will be numbered.
-  void reset(size_t most) {
-    size_t size = 64;
-    while (size < 2 * most) size *= 2;
-    slots_.assign(size, Slot{});
-    next_ = 0;
-  }
-  int64_t number(const c10::StorageImpl* storage) {
-    const size_t mask = slots_.size() - 1;
-    // Fibonacci hashing of the address (allocations are 16-byte aligned: drop those bits).
-    size_t i = (((reinterpret_cast<uintptr_t>(storage) >> 4) * 0x9E3779B97F4A7C15ull) >> 7) & mask;
-    while (slots_[i].storage != nullptr && slots_[i].storage != storage) i = (i + 1) & mask;
-    if (slots_[i].storage == nullptr) slots_[i] = Slot{storage, next_++};
-    return slots_[i].number;
-  }
-
- private:
-  struct Slot {
-    const c10::StorageImpl* storage = nullptr;
-    int64_t number = 0;
-  };
-  std::vector<Slot> slots_;
-  int64_t next_ = 0;
-};
-
-// The program's structure: each op's own structure, how ops share storages (numbered in order
-// of first use), the offsets fused ops see them at, and which written storages are still
-// referenced. Two flushes with equal keys get the same plan.
-Key structural_key(const std::vector<runtime::PendingTask>& pending) {
-  Key key;
-  key.reserve(pending.size() * 16);
-  size_t named = 0;
-  for (const runtime::PendingTask& task : pending) {
-    if (const OpDescription* description = description_of(task)) {
-      named += description->storages.size();
-      if (description->fusible) named += description->fusible->tensors().size();
-      for (const auto& lane : description->lanes) named += lane->tensors().size();
-    }
-  }
-  thread_local StorageNumbering numbering;
-  numbering.reset(named);
-  const auto number = [&](const c10::StorageImpl* storage) { return numbering.number(storage); };
-  for (const runtime::PendingTask& task : pending) {
-    const OpDescription* description = description_of(task);
-    if (description == nullptr) {
-      key.push_back(-1);
-      key.push_back(static_cast<int64_t>(std::hash<std::string>()(task.op_name)));
-      continue;
-    }
-    key.push_back(-2);
-    key.push_back(static_cast<int64_t>(description->structure.size()));
-    key.insert(key.end(), description->structure.begin(), description->structure.end());
-    for (const auto& ref : description->storages) {
-      key.push_back(number(ref.id()) * 4 + (ref.written ? 2 : 0) +
-                    (ref.written && ref.storage.expired() ? 1 : 0));
-    }
-    if (description->fusible) {
-      for (const auto& tensor : description->fusible->tensors()) {
-        key.push_back(number(tensor.storage));
-        key.push_back(tensor.offset_bytes);
-      }
-    }
-    for (const auto& lane : description->lanes) {
-      for (const auto& tensor : lane->tensors()) {
-        key.push_back(number(tensor.storage));
-        key.push_back(tensor.offset_bytes);
-      }
-    }
-  }
-  return key;
-}
-
-// The program cache: plans by structural key, shared by every stream and chip.
+// The program cache: plans by program structure (ir::structural_key), shared by every stream
+// and chip.
 class ProgramCache {
  public:
-  std::shared_ptr<const ProgramPlan> find(const Key& key) {
+  std::shared_ptr<const ProgramPlan> find(const ir::StructuralKey& key) {
     std::lock_guard<std::mutex> lock(mutex_);
     auto found = plans_.find(key);
     return found == plans_.end() ? nullptr : found->second;
   }
-  void store(Key key, std::shared_ptr<const ProgramPlan> plan) {
+  void store(ir::StructuralKey key, std::shared_ptr<const ProgramPlan> plan) {
     std::lock_guard<std::mutex> lock(mutex_);
     if (plans_.size() >= kMaxPlans) plans_.clear();  // re-derivable: a full cache starts over
     plans_.emplace(std::move(key), std::move(plan));
@@ -122,7 +44,7 @@ class ProgramCache {
  private:
   static constexpr size_t kMaxPlans = 4096;
   std::mutex mutex_;
-  std::unordered_map<Key, std::shared_ptr<const ProgramPlan>, KeyHash> plans_;
+  std::unordered_map<ir::StructuralKey, std::shared_ptr<const ProgramPlan>, ir::StructuralKeyHash> plans_;
 };
 
 ProgramCache& program_cache() {
@@ -130,14 +52,20 @@ ProgramCache& program_cache() {
   return cache;
 }
 
-// TORCH_TPU_DUMP_PROGRAMS=DIR: each newly planned program as text, with its flush reason.
-void dump_program(const ProgramPlan& program, const char* reason, size_t nodes) {
+// TORCH_TPU_DUMP_PROGRAMS=DIR: each newly planned program as IR text, then its plan, with
+// its flush reason.
+const char* dump_directory() {
   static const char* directory = std::getenv("TORCH_TPU_DUMP_PROGRAMS");
-  if (directory == nullptr || *directory == '\0') return;
+  return directory != nullptr && *directory != '\0' ? directory : nullptr;
+}
+
+void dump_program(const ProgramPlan& program, const std::vector<runtime::PendingTask>& pending,
+                  const char* reason) {
   static std::atomic<int64_t> counter{0};
   const int64_t number = counter.fetch_add(1);
-  std::ofstream out(std::string(directory) + "/program_" + std::to_string(number) + ".txt");
-  out << "program " << number << ": " << nodes << " ops, flushed by " << reason << "\n"
+  std::ofstream out(std::string(dump_directory()) + "/program_" + std::to_string(number) + ".txt");
+  out << "program " << number << ": " << pending.size() << " ops, flushed by " << reason << "\n"
+      << ir::to_text(assemble_program(pending, /*with_issue_sites=*/true)) << "plan:\n"
       << program.dump;
 }
 
@@ -242,20 +170,6 @@ const bool g_planner_installed = [] {
 
 }  // namespace
 
-std::shared_ptr<const OpDescription> describe_storages(
-    const char* op_name, std::initializer_list<std::pair<const at::Tensor*, bool>> tensors) {
-  if (!current_policy().defers_ops()) return nullptr;
-  auto description = std::make_shared<OpDescription>();
-  description->structure.push_back(static_cast<int64_t>(std::hash<std::string>()(op_name)));
-  for (const auto& [tensor, written] : tensors) {
-    if (!tensor->defined() || tensor->device().type() != c10::DeviceType::PrivateUse1) continue;
-    description->structure.push_back(static_cast<int64_t>(tensor->numel()));
-    description->storages.push_back(executors::host::StorageRef{
-        c10::weak_intrusive_ptr<c10::StorageImpl>(tensor->storage().getWeakStorageImpl()), written});
-  }
-  return description;
-}
-
 void launch_described(int device, const char* op_name, runtime::Task task,
                       std::shared_ptr<const OpDescription> description, bool host_waits_next) {
   runtime::Stream& stream = current_stream(device);
@@ -272,12 +186,12 @@ void launch_described(int device, const char* op_name, runtime::Task task,
 std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,
                                                std::vector<runtime::PendingTask>&& pending,
                                                const char* reason) {
-  Key key = structural_key(pending);
+  ir::StructuralKey key = ir::structural_key(assemble_program(pending));
   std::shared_ptr<const ProgramPlan> program = program_cache().find(key);
   const bool hit = program != nullptr;
   if (!hit) {
     program = std::make_shared<const ProgramPlan>(plan(pending));
-    dump_program(*program, reason, pending.size());
+    if (dump_directory() != nullptr) dump_program(*program, pending, reason);
     program_cache().store(std::move(key), program);
   }
   count_flush(reason, static_cast<int64_t>(pending.size()), hit);

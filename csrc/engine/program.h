@@ -6,20 +6,34 @@
 #pragma once
 
 #include <cstdint>
-#include <initializer_list>
 #include <utility>
 #include <memory>
 #include <vector>
 
 #include "executors/host/fusible_op.h"
+#include "ir/program.h"
 #include "runtime/stream.h"
 
 namespace torch_tpu::engine {
 
+// One tensor a recorded op names, as its program will number it (engine/program_assembly.h).
+struct NodeTensor {
+  const void* storage = nullptr;  // its storage's identity
+  int64_t storage_bytes = 0;
+  ir::TensorType type;
+  bool read = true;      // false for an out= argument and a fresh result
+  bool written = false;
+  bool fresh = false;    // a result the op allocated: the program creates its storage
+  bool on_host = false;  // a CPU tensor argument: its bytes are a run-time operand
+};
+
 // What a recorded op tells the planner. Ops without one are opaque: they run as they are, and
 // fusion does not reason across them.
 struct OpDescription {
-  std::vector<int64_t> structure;  // op identity + argument structure (the program cache key)
+  // The op as an IR node. Its tensor arguments and returns name `node_tensors` by index, and
+  // its accesses are empty: assembling the program numbers values and storages.
+  ir::Node node;
+  std::vector<NodeTensor> node_tensors;
   // The op as the fused loop engine can run it (pointwise ops); null otherwise.
   std::shared_ptr<const executors::host::FusibleOp> fusible;
   // Every storage the op reads or writes (weakly held), so liveness can be reasoned about.
@@ -28,6 +42,10 @@ struct OpDescription {
   // ("lane"), which the planner may fuse lane by lane with the multi-tensor ops around it.
   std::vector<std::shared_ptr<const executors::host::FusibleOp>> lanes;
 };
+
+inline const OpDescription* description_of(const runtime::PendingTask& task) {
+  return static_cast<const OpDescription*>(task.description.get());
+}
 
 // Queues `task` on the current stream of `device` with a description for the planner (the
 // description is dropped outside fused mode). See engine::launch. Contract: in fused mode a
@@ -40,11 +58,6 @@ struct OpDescription {
 void launch_described(int device, const char* op_name, runtime::Task task,
                       std::shared_ptr<const OpDescription> description,
                       bool host_waits_next = false);
-
-// In fused mode, the description of an opaque op touching `tensors` (tensor, written); null
-// outside fused mode (no cost in Strict).
-std::shared_ptr<const OpDescription> describe_storages(
-    const char* op_name, std::initializer_list<std::pair<const at::Tensor*, bool>> tensors);
 
 // The planner the runtime calls at each flush (installed at load).
 std::vector<runtime::PlannedTask> plan_program(runtime::Stream& stream,

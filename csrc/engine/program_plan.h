@@ -43,10 +43,6 @@ struct ProgramPlan {
   std::string dump;  // readable form, for TORCH_TPU_DUMP_PROGRAMS
 };
 
-inline const OpDescription* description_of(const runtime::PendingTask& task) {
-  return static_cast<const OpDescription*>(task.description.get());
-}
-
 ProgramPlan plan(const std::vector<runtime::PendingTask>& pending);
 
 }  // namespace torch_tpu::engine

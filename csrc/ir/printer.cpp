@@ -72,6 +72,11 @@ std::string to_text(const Argument& arg) {
     case Kind::kDouble: out << arg.real; break;
     case Kind::kComplex: out << "(" << arg.real << "+" << arg.imag << "j)"; break;
     case Kind::kScalar: out << scalar_text(arg.scalar); break;
+    case Kind::kScalarList:
+      out << "[";
+      for (size_t i = 0; i < arg.scalars.size(); ++i) out << (i ? ", " : "") << scalar_text(arg.scalars[i]);
+      out << "]";
+      break;
     case Kind::kIntList: list_text(out, arg.list); break;
     case Kind::kBoolList: list_text(out, arg.list); break;
     case Kind::kDoubleList: list_text(out, arg.reals); break;
@@ -91,12 +96,15 @@ std::string to_text(const Program& program) {
     const Storage& storage = program.storages[s];
     out << "s" << s << ": " << storage.bytes << " bytes"
         << (storage.external ? ", external" : ", created")
-        << (storage.live_out ? ", live out" : "") << "\n";
+        << (storage.live_out ? ", live out" : "") << (storage.on_host ? ", on host" : "") << "\n";
   }
   for (size_t v = 0; v < program.values.size(); ++v) {
     const Value& value = program.values[v];
     if (value.defined_by >= 0) continue;
-    out << "%" << v << " = input : " << to_text(value.type) << " s" << value.storage << "\n";
+    const bool input = value.storage < 0 || static_cast<size_t>(value.storage) >= program.storages.size() ||
+                       program.storages[static_cast<size_t>(value.storage)].external;
+    out << "%" << v << " = " << (input ? "input" : "view") << " : " << to_text(value.type) << " s"
+        << value.storage << "\n";
   }
   for (const Node& node : program.nodes) {
     std::ostringstream returns;

@@ -115,8 +115,8 @@ Argument Argument::enum_value(Kind kind, int64_t value) {
   return arg;
 }
 
-StorageId Program::add_storage(int64_t bytes, bool external, bool live_out) {
-  storages.push_back(Storage{bytes, external, live_out});
+StorageId Program::add_storage(int64_t bytes, bool external, bool live_out, bool on_host) {
+  storages.push_back(Storage{bytes, external, live_out, on_host});
   return static_cast<StorageId>(storages.size() - 1);
 }
 
@@ -143,6 +143,7 @@ std::vector<ScalarValue> dynamic_scalars(const Program& program) {
   for (const Node& node : program.nodes) {
     for (const Argument& arg : node.args) {
       if (arg.kind == Argument::Kind::kScalar) scalars.push_back(arg.scalar);
+      if (arg.kind == Argument::Kind::kScalarList) scalars.insert(scalars.end(), arg.scalars.begin(), arg.scalars.end());
     }
   }
   return scalars;

@@ -35,11 +35,14 @@ struct TensorType {
   bool operator==(const TensorType&) const = default;
 };
 
-// A tensor the program reads or defines.
+// A tensor the program reads or defines: a layout over a storage. Reading a value at a node
+// reads its storage's contents as of that node (program order), so a write through one value
+// is seen by every other value over the same bytes, as on CPU.
 struct Value {
   TensorType type;
   StorageId storage = 0;
-  // The node whose return this is, or -1: a program input (a tensor that existed before).
+  // The node whose return this is, or -1: a layout no node defines: a program input (in an
+  // external storage) or a view made without an op (in a created storage, read once written).
   int32_t defined_by = -1;
 };
 
@@ -52,6 +55,9 @@ struct Storage {
   // Still referenced once the program has run: its final contents must be kept. A storage
   // that is neither external nor live out is scratch an executor may never materialize.
   bool live_out = false;
+  // Host memory (a CPU index tensor, a wrapped Python number): external and only read; its
+  // bytes are a run-time operand, like a Scalar's value.
+  bool on_host = false;
 };
 
 // A Scalar argument's value (PyTorch's c10::Scalar). Its kind is part of a program's
@@ -77,6 +83,7 @@ struct Argument {
     kDouble,        // `real`
     kComplex,       // `real`, `imag`
     kScalar,        // `scalar`: a run-time operand, only its kind is structure
+    kScalarList,    // `scalars`: run-time operands, only their kinds are structure
     kIntList,       // `list`
     kBoolList,      // `list` (0/1)
     kDoubleList,    // `reals`
@@ -92,6 +99,7 @@ struct Argument {
   double real = 0.0;
   double imag = 0.0;
   ScalarValue scalar;
+  std::vector<ScalarValue> scalars;
   std::vector<int64_t> list;
   std::vector<double> reals;
   std::string text;
@@ -137,8 +145,9 @@ struct Program {
   std::vector<Value> values;
   std::vector<Node> nodes;
 
-  StorageId add_storage(int64_t bytes, bool external, bool live_out = false);
-  // A tensor that exists before the program runs, in an external storage.
+  StorageId add_storage(int64_t bytes, bool external, bool live_out = false, bool on_host = false);
+  // A value no node defines: a tensor that exists before the program runs (in an external
+  // storage) or a view of a created storage.
   ValueId add_input(TensorType type, StorageId storage);
   // Appends `node` (its returns filled in with add_return) and returns its index.
   int32_t add_node(Node node);
@@ -147,7 +156,7 @@ struct Program {
   ValueId add_return(TensorType type, StorageId storage, bool append_to_returns = true);
 };
 
-// The values of every kScalar argument, in node and argument order: what a run passes to an
+// The values of every kScalar and kScalarList argument, in node and argument order: what a run passes to an
 // executable compiled from any program of the same structure.
 std::vector<ScalarValue> dynamic_scalars(const Program& program);
 

@@ -42,6 +42,10 @@ class KeyWriter {
     switch (arg.kind) {
       case Kind::kNone: break;
       case Kind::kScalar: word(static_cast<int64_t>(arg.scalar.kind)); break;  // not the value
+      case Kind::kScalarList:
+        word(static_cast<int64_t>(arg.scalars.size()));
+        for (const ScalarValue& scalar : arg.scalars) word(static_cast<int64_t>(scalar.kind));
+        break;
       case Kind::kTensorList:
       case Kind::kIntList:
       case Kind::kBoolList: ints(arg.list); break;
@@ -85,7 +89,7 @@ StructuralKey structural_key(const Program& program) {
   key.word(static_cast<int64_t>(program.storages.size()));
   for (const Storage& storage : program.storages) {
     key.word(storage.bytes);
-    key.word((storage.external ? 1 : 0) | (storage.live_out ? 2 : 0));
+    key.word((storage.external ? 1 : 0) | (storage.live_out ? 2 : 0) | (storage.on_host ? 4 : 0));
   }
   key.word(static_cast<int64_t>(program.values.size()));
   for (const Value& value : program.values) {

@@ -61,8 +61,8 @@ class Verifier {
                           std::to_string(value.storage) + ", which has " +
                           std::to_string(storage.bytes));
     }
-    if (value.defined_by < 0 && !storage.external) {
-      problems_.push_back(name + ": an input in created storage s" + std::to_string(value.storage));
+    if (storage.on_host && !storage.external) {
+      problems_.push_back(name + ": host storage s" + std::to_string(value.storage) + " is not external");
     }
     if (value.defined_by >= static_cast<int32_t>(program_.nodes.size())) {
       problems_.push_back(name + ": defined by node " + std::to_string(value.defined_by) +
@@ -130,6 +130,9 @@ class Verifier {
         problems_.push_back(name + ": accesses " + storage + " through none of its arguments or returns");
       }
       const Storage& info = program_.storages[static_cast<size_t>(access.storage)];
+      if (access.writes() && info.on_host) {
+        problems_.push_back(name + ": writes host storage " + storage);
+      }
       if (access.reads() && !info.external && !written[static_cast<size_t>(access.storage)]) {
         problems_.push_back(name + ": reads created storage " + storage + " before anything writes it");
       }

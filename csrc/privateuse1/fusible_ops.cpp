@@ -265,12 +265,10 @@ bool is_pointwise_op(const std::string& name) {
   return kPointwise.count(in_place ? name.substr(0, name.size() - 1) : name) > 0;
 }
 
-std::shared_ptr<const engine::OpDescription> describe_op(
+std::shared_ptr<engine::OpDescription> describe_op(
     const OpPlan& plan, BoxedArgs args, const std::vector<at::Tensor>& outputs,
-    const std::vector<at::Tensor>& fresh, std::shared_ptr<const QueuedOp> queued,
-    std::vector<int64_t> structure) {
+    const std::vector<at::Tensor>& fresh, std::shared_ptr<const QueuedOp> queued) {
   auto description = std::make_shared<engine::OpDescription>();
-  description->structure = std::move(structure);
   const CapturedArgs& captured = queued->captured;
   // The argument tensors, in the order they were captured. Tensor arguments are borrowed: a
   // copy of a Python-owned tensor costs a GIL round trip (boxed_args.h).

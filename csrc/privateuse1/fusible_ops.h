@@ -20,11 +20,11 @@ namespace torch_tpu::privateuse1 {
 // Whether `name` ("aten::add", "aten::add_") is an elementwise op of its (broadcast) inputs.
 bool is_pointwise_op(const std::string& name);
 
-// The description of a generic op recorded in fused mode. `args` are its tpu arguments,
-// `outputs` the tensors it returns, `structure` its call signature.
-std::shared_ptr<const engine::OpDescription> describe_op(
+// The description of a generic op recorded in fused mode, for the planner: the storages it
+// touches and, for pointwise ops, how to run it on chunks. `args` are its arguments, `outputs`
+// the tensors it returns. Its IR node is recorded separately (privateuse1/ir_recording.h).
+std::shared_ptr<engine::OpDescription> describe_op(
     const OpPlan& plan, BoxedArgs args, const std::vector<at::Tensor>& outputs,
-    const std::vector<at::Tensor>& fresh, std::shared_ptr<const QueuedOp> queued,
-    std::vector<int64_t> structure);
+    const std::vector<at::Tensor>& fresh, std::shared_ptr<const QueuedOp> queued);
 
 }  // namespace torch_tpu::privateuse1

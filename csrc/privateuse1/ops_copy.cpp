@@ -13,6 +13,7 @@
 #include "runtime/event.h"
 #include "executors/host/tensor_snapshot.h"
 #include "privateuse1/host_allocator.h"
+#include "privateuse1/ir_recording.h"
 #include "privateuse1/saved_recipes.h"
 #include "privateuse1/storage_resize.h"
 
@@ -37,7 +38,7 @@ void copy_host_to_chip(const at::Tensor& src, const at::Tensor& dst, bool non_bl
   constexpr const char* kName = "aten::copy_ (host to tpu)";
   engine::launch_described(dst.device().index(), kName,
                            [target, source] { target.cpu_view().copy_(source); },
-                           engine::describe_storages(kName, {{&dst, true}}));
+                           describe_tensors(kName, {{&dst, true}}));
 }
 
 void copy_chip_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
@@ -46,7 +47,7 @@ void copy_chip_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_bl
   const bool blocking = !(non_blocking && is_pinned(dst));
   engine::launch_described(src.device().index(), kName,
                            [source, dst] { dst.copy_(source.cpu_view()); },
-                           engine::describe_storages(kName, {{&src, false}}), blocking);
+                           describe_tensors(kName, {{&src, false}}), blocking);
   if (blocking) engine::sync_current_stream(src.device().index(), "copy_to_host");
 }
 
@@ -78,7 +79,7 @@ void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
   constexpr const char* kName = "aten::copy_ (tpu to tpu)";
   engine::launch_described(dst.device().index(), kName,
                            [source, target] { target.cpu_view().copy_(source.cpu_view()); },
-                           engine::describe_storages(kName, {{&src, false}, {&dst, true}}));
+                           describe_tensors(kName, {{&src, false}, {&dst, true}}));
   note_clone_for_recipes(src, dst);
   if (cross_chip) {
     // The source's block may be freed and reused on its own chip's queue at once: that queue

@@ -26,6 +26,7 @@
 #include "privateuse1/fusible_ops.h"
 #include "privateuse1/generator.h"
 #include "privateuse1/generic_kernel.h"
+#include "privateuse1/ir_recording.h"
 #include "privateuse1/op_plan.h"
 #include "privateuse1/out_variants.h"
 #include "privateuse1/queued_op.h"
@@ -389,8 +390,6 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
   // checks the arguments) without touching data.
   CallSignature signature = call_signature(plan, args);
   const bool fused = engine::current_policy().defers_ops();
-  // Fused mode keys its program cache on the same structure (engine/program.h).
-  std::vector<int64_t> structure = fused ? signature : std::vector<int64_t>{};
   // Meta kernels read CPU index tensors, so such calls are not keyed by structure alone.
   const bool cacheable = !(plan.accepts_cpu_tensors && has_cpu_data_tensor(args));
   SharedOutputSpecs specs = cacheable ? lookup_output_specs(signature) : nullptr;
@@ -435,13 +434,6 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
       results.push_back(c10::IValue());
     }
   }
-  if (fused && !cacheable) {
-    // The output shapes came from index data, not from the structure: key them too.
-    for (const at::Tensor& output : outputs) {
-      if (output.defined()) structure.insert(structure.end(), output.sizes().begin(), output.sizes().end());
-    }
-  }
-
   // Queue the CPU kernel. Functional ops write through their out= overload into the fresh
   // outputs; otherwise the kernel's fresh results are copied in (ops that update arguments in
   // place may return fresh tensors too: batch norm's saved statistics). The queued op is built
@@ -455,7 +447,8 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
   queued->fresh_returns = std::move(fresh_returns);
   queued->use_out_variant = use_out_variant;
   if (fused) {
-    auto description = describe_op(plan, args, outputs, fresh, queued, std::move(structure));
+    auto description = describe_op(plan, args, outputs, fresh, queued);
+    record_node(schema, plan, args, results, fresh, *description);
     if (saved_recipes_enabled() && plan.pointwise) note_if_recomputable(op, plan, args, outputs, fresh);
     engine::launch_described(device.index(), plan.name.c_str(),
                              [queued = std::move(queued)] { run_queued(*queued); },

@@ -32,6 +32,10 @@ TEST(IrProgram, PrintsEveryArgumentKind) {
   EXPECT_EQ(to_text(Argument::enum_value(Argument::Kind::kDevice, 1)), "tpu:1");
   EXPECT_EQ(to_text(Argument::complex_value(1, 2)), "(1+2j)");
   EXPECT_EQ(to_text(Argument::scalar_value({ScalarValue::Kind::kInt, 7, 0, 0})), "7");
+  Argument scalars;
+  scalars.kind = Argument::Kind::kScalarList;
+  scalars.scalars = {{ScalarValue::Kind::kDouble, 0, 0.5, 0}, {ScalarValue::Kind::kBool, 1, 0, 0}};
+  EXPECT_EQ(to_text(scalars), "[0.5, True]");
   EXPECT_THROW(Argument::enum_value(Argument::Kind::kInt, 1), std::invalid_argument);
 }
 

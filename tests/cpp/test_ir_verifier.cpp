@@ -1,5 +1,7 @@
 #include "ir/verifier.h"
 
+#include "ir/printer.h"
+
 #include <gtest/gtest.h>
 
 #include "ir_test_programs.h"
@@ -74,13 +76,32 @@ TEST(IrVerifier, NamesAReadOfACreatedStorageBeforeItIsWritten) {
   EXPECT_TRUE(mentions(verify(program), "reads created storage s2 before anything writes it"));
 }
 
-TEST(IrVerifier, NamesAnInputInACreatedStorageAndRankMismatch) {
+TEST(IrVerifier, NamesAWrittenOrCreatedHostStorageAndRankMismatch) {
   Program program = testing::add_program();
+  program.storages[0].on_host = true;
   program.storages[0].external = false;
+  program.storages[2].on_host = true;
   program.values[1].type.strides.pop_back();
   const auto problems = verify(program);
-  EXPECT_TRUE(mentions(problems, "value %0: an input in created storage s0"));
+  EXPECT_TRUE(mentions(problems, "value %0: host storage s0 is not external"));
+  EXPECT_TRUE(mentions(problems, "node 0 (aten::add.Tensor): writes host storage s2"));
   EXPECT_TRUE(mentions(problems, "value %1: 2 sizes but 1 strides"));
+}
+
+TEST(IrVerifier, AcceptsAViewOfACreatedStorageReadAfterItIsWritten) {
+  Program program = testing::add_program();
+  TensorType row = testing::row_major(DType::kFloat32, {4});
+  row.storage_offset = 4;
+  const ValueId view = program.add_input(row, 2);  // y[1], made without an op
+  Node neg;
+  neg.op = "aten::neg";
+  neg.args = {Argument::tensor(view)};
+  const StorageId out = program.add_storage(16, /*external=*/false, /*live_out=*/true);
+  neg.accesses = {{2, Access::kRead}, {out, Access::kWrite}};
+  program.add_node(neg);
+  program.add_return(testing::row_major(DType::kFloat32, {4}), out);
+  EXPECT_TRUE(verify(program).empty());
+  EXPECT_NE(to_text(program).find("%3 = view : f32[4]{1}+4 s2\n"), std::string::npos) << to_text(program);
 }
 
 TEST(IrVerifier, NamesAValueDefinedButNotReturnedAndADuplicateAccess) {

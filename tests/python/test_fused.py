@@ -311,6 +311,33 @@ for _ in range(3):
     assert "fused kernel over [8]" in text and "aten::relu" in text
 
 
+def test_a_fused_program_is_recorded_as_ir_with_views_and_in_place_writes_explicit(tmp_path):
+    """The dump's IR names each op by schema, its values' layouts and storages, and what each
+    node reads and writes: a write through a view is a write to the base's storage, and later
+    reads of the base name the same storage."""
+    code = """
+import torch, torch_tpu
+x = torch.ones(8, 4, device="tpu")
+torch.tpu.synchronize()
+y = (x * 2).relu()
+y[1:3].add_(x[0])
+y.sum(0).cpu()
+"""
+    run_python_ok(code, env={"TORCH_TPU_MODE": "fused", "TORCH_TPU_DUMP_PROGRAMS": tmp_path})
+    text = "".join((tmp_path / name).read_text() for name in sorted(os.listdir(tmp_path)))
+    assert "%0 = input : f32[8, 4]{4, 1} s0\n" in text
+    assert "= aten::mul.Tensor(%0, %" in text
+    relu = next(line for line in text.splitlines() if "aten::relu(" in line)
+    relu_value, relu_storage = relu.split(" = ")[0], relu.split(" : f32[8, 4]{4, 1} ")[1].split()[0]
+    assert relu.endswith(f"writes {relu_storage}")
+    view = next(line for line in text.splitlines() if line.endswith(f": f32[2, 4]{{4, 1}}+4 {relu_storage}"))
+    assert view.split(" = ")[1].startswith("view")  # y[1:3]: made without an op
+    add = next(line for line in text.splitlines() if "aten::add_.Tensor(" in line)
+    assert f"writes {relu_storage}" in add and f"reads {relu_storage}" in add
+    total = next(line for line in text.splitlines() if "aten::sum.dim_IntList(" in line)
+    assert f"aten::sum.dim_IntList({relu_value}, [0]" in total  # the base, read after the write
+
+
 def test_a_dead_tensor_updated_in_place_is_still_read_before_the_update():
     """`a` dies after its in-place update, but the fused kernel must still read its old
     contents for `y` (only storages a cluster writes before reading may stay in scratch)."""
