@@ -4,7 +4,8 @@ PY     := $(VENV)/bin/python
 CMAKE  := $(VENV)/bin/cmake
 CTEST  := $(VENV)/bin/ctest
 SETUP_STAMP := $(VENV)/.setup-done
-# The torch-free runtime and its GoogleTest suite build on their own, without torch.
+# The torch-free layers (runtime, IR, executor interface, engine core) and their GoogleTest
+# suites build on their own, without torch.
 RUNTIME_BUILD := build/runtime-tests
 export CCACHE_DIR ?= $(HOME)/.cache/ccache
 

@@ -5,6 +5,8 @@
 #include <ATen/ops/view_as_real.h>
 #include <c10/util/Exception.h>
 
+#include "privateuse1/tpu_tensor.h"
+
 namespace torch_tpu::distributed {
 
 using c10d::ReduceOp;
@@ -24,7 +26,7 @@ bool transport_knows(c10::ScalarType dtype) {
 
 }  // namespace
 
-bool on_tpu(const at::Tensor& tensor) { return tensor.device().type() == c10::DeviceType::PrivateUse1; }
+using privateuse1::is_tpu;
 
 bool check_call(const char* op, std::initializer_list<const TensorList*> groups) {
   const at::Tensor* first = nullptr;
@@ -35,7 +37,7 @@ bool check_call(const char* op, std::initializer_list<const TensorList*> groups)
                   " supports only dense (strided) tensors, got layout ", tensor.layout());
       if (first == nullptr) {
         first = &tensor;
-        TORCH_CHECK(on_tpu(tensor) || tensor.device().is_cpu(), "tpu_dist: ", op,
+        TORCH_CHECK(is_tpu(tensor) || tensor.device().is_cpu(), "tpu_dist: ", op,
                     " takes tpu or CPU tensors, got one on ", tensor.device());
       }
       TORCH_CHECK(tensor.device() == first->device(), "tpu_dist: ", op,
@@ -44,7 +46,7 @@ bool check_call(const char* op, std::initializer_list<const TensorList*> groups)
       TORCH_CHECK(tensor.scalar_type() == first->scalar_type(), "tpu_dist: ", op,
                   " needs all tensors to have one dtype, got ", first->scalar_type(), " and ",
                   tensor.scalar_type());
-      if (on_tpu(tensor)) {
+      if (is_tpu(tensor)) {
         // As NCCL: dense in some memory format (channels-last is fine); the bytes move as laid out.
         TORCH_CHECK(tensor.is_contiguous(tensor.suggest_memory_format()), "tpu_dist: ", op,
                     " needs contiguous tensors, got one with sizes ", tensor.sizes(),
@@ -53,7 +55,7 @@ bool check_call(const char* op, std::initializer_list<const TensorList*> groups)
     }
   }
   TORCH_CHECK(first != nullptr, "tpu_dist: ", op, " got no tensors");
-  return on_tpu(*first);
+  return is_tpu(*first);
 }
 
 void check_same_sizes(const char* op, const TensorList& tensors, c10::IntArrayRef sizes,
@@ -119,7 +121,7 @@ Reduction reduction_of(const ReduceOp& requested) {
   const auto* supplement = dynamic_cast<c10d::PreMulSumSupplement*>(requested.supplement_.get());
   TORCH_CHECK(supplement != nullptr, "tpu_dist: PREMUL_SUM without a factor");
   Reduction reduction{ReduceOp(ReduceOp::SUM), std::nullopt, std::nullopt};
-  if (supplement->tensor_factor.defined() && on_tpu(supplement->tensor_factor)) {
+  if (supplement->tensor_factor.defined() && is_tpu(supplement->tensor_factor)) {
     reduction.factor_tensor = supplement->tensor_factor;  // read where the call runs
   } else if (supplement->tensor_factor.defined()) {
     reduction.factor = supplement->tensor_factor.item<double>();

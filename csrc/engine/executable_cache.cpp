@@ -8,7 +8,13 @@ namespace torch_tpu::engine {
 
 ExecutableCache::Lookup ExecutableCache::get_or_compile(executors::Executor& executor,
                                                         const ir::Program& program) {
-  Key key{executor.name(), ir::structural_key(program)};
+  return get_or_build(executor.name(), program, [&] { return executor.compile(program); });
+}
+
+ExecutableCache::Lookup ExecutableCache::get_or_build(const std::string& executor,
+                                                      const ir::Program& program,
+                                                      const Build& build) {
+  Key key{executor, ir::structural_key(program)};
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (auto found = executables_.find(key); found != executables_.end()) {
@@ -18,7 +24,7 @@ ExecutableCache::Lookup ExecutableCache::get_or_compile(executors::Executor& exe
   }
   ir::verify_or_throw(program);
   const auto started = std::chrono::steady_clock::now();
-  std::shared_ptr<const executors::Executable> compiled = executor.compile(program);
+  std::shared_ptr<const executors::Executable> compiled = build();
   const auto took = std::chrono::steady_clock::now() - started;
   std::lock_guard<std::mutex> lock(mutex_);
   ++stats_.misses;
@@ -45,6 +51,11 @@ void ExecutableCache::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   executables_.clear();
   stats_ = {};
+}
+
+ExecutableCache& executable_cache() {
+  static ExecutableCache cache;
+  return cache;
 }
 
 }  // namespace torch_tpu::engine

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -40,6 +41,10 @@ class ExecutableCache {
   // for a program that fails verification, and whatever the executor's compile throws; neither
   // is cached.
   Lookup get_or_compile(executors::Executor& executor, const ir::Program& program);
+  // The same for an executor that compiles from more than the program (the host executor
+  // plans from the work its ops recorded): `build` makes the executable on a miss.
+  using Build = std::function<std::shared_ptr<const executors::Executable>()>;
+  Lookup get_or_build(const std::string& executor, const ir::Program& program, const Build& build);
 
   ExecutableCacheStats stats() const;
   size_t size() const;
@@ -62,5 +67,8 @@ class ExecutableCache {
   std::unordered_map<Key, std::shared_ptr<const executors::Executable>, KeyHash> executables_;
   ExecutableCacheStats stats_;
 };
+
+// The process-wide cache every stream and chip shares.
+ExecutableCache& executable_cache();
 
 }  // namespace torch_tpu::engine

@@ -3,9 +3,6 @@
 #include <atomic>
 #include <mutex>
 
-#include "executors/host/kernel_compiler.h"
-#include "executors/host/pointwise_codegen.h"
-#include "executors/host/pointwise_loop.h"
 
 namespace torch_tpu::engine {
 namespace {
@@ -15,11 +12,6 @@ std::mutex g_mutex;
 std::map<std::string, int64_t> g_fallbacks;
 std::map<std::string, int64_t> g_syncs;
 FusionMetrics g_fusion;
-// The executor's own counters run for the whole process: reset_metrics() remembers where
-// they stood.
-executors::host::KernelCompileStats g_compiles_at_reset;
-int64_t g_compiled_runs_at_reset = 0;
-int64_t g_interpreted_runs_at_reset = 0;
 
 }  // namespace
 
@@ -58,15 +50,6 @@ MetricsSnapshot metrics_snapshot() {
   snapshot.fallbacks = g_fallbacks;
   snapshot.syncs = g_syncs;
   snapshot.fusion = g_fusion;
-  const executors::host::KernelCompileStats compiles = executors::host::kernel_compile_stats();
-  snapshot.fusion.kernels_compiled = compiles.compiled - g_compiles_at_reset.compiled;
-  snapshot.fusion.kernels_loaded_from_cache =
-      compiles.loaded_from_cache - g_compiles_at_reset.loaded_from_cache;
-  snapshot.fusion.kernel_compile_failures = compiles.failed - g_compiles_at_reset.failed;
-  snapshot.fusion.compiled_kernel_runs =
-      executors::host::compiled_kernel_runs() - g_compiled_runs_at_reset;
-  snapshot.fusion.interpreted_kernel_runs =
-      executors::host::interpreted_kernel_runs() - g_interpreted_runs_at_reset;
   return snapshot;
 }
 
@@ -76,9 +59,6 @@ void reset_metrics() {
   g_fallbacks.clear();
   g_syncs.clear();
   g_fusion = FusionMetrics{};
-  g_compiles_at_reset = executors::host::kernel_compile_stats();
-  g_compiled_runs_at_reset = executors::host::compiled_kernel_runs();
-  g_interpreted_runs_at_reset = executors::host::interpreted_kernel_runs();
 }
 
 }  // namespace torch_tpu::engine

@@ -20,12 +20,6 @@ struct FusionMetrics {
   int64_t nodes_executed = 0;      // ops run inside programs (fused or not)
   int64_t bytes_materialized = 0;  // output bytes written to chip memory by fused kernels
   int64_t bytes_avoided = 0;       // intermediate bytes fused kernels never wrote
-  // Compiled pointwise kernels (executors/host/pointwise_codegen.h).
-  int64_t kernels_compiled = 0;           // compiler runs that produced a kernel
-  int64_t kernels_loaded_from_cache = 0;  // kernels found compiled on disk
-  int64_t kernel_compile_failures = 0;
-  int64_t compiled_kernel_runs = 0;       // fused kernels that ran compiled code
-  int64_t interpreted_kernel_runs = 0;    // fused kernels the register-loop interpreter ran
 };
 
 struct MetricsSnapshot {

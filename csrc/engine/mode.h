@@ -29,7 +29,7 @@ class ModePolicy {
   // Flush: the end of a backward pass is a flush point (the backward graph becomes a program).
   virtual bool flushes_after_backward() const { return false; }
   // Autograd keeps recipes of cheap pointwise results instead of the results
-  // (privateuse1/saved_recipes.h), where TORCH_TPU_FUSED_RECOMPUTE allows.
+  // (ops/saved_recipes.h), where TORCH_TPU_FUSED_RECOMPUTE allows.
   virtual bool recomputes_saved_results() const { return false; }
   // Every op records the Python line that issued it, whatever set_record_python_lines says.
   virtual bool always_records_issue_sites() const { return false; }

@@ -1,8 +1,8 @@
-// DeferAndFuse programs (DESIGN §2, §4). In fused mode a stream keeps the ops issued on it
-// pending (runtime/stream.h); a flush hands them here. The planner groups them into a program
-// — fused clusters (executors/host/fused_cluster.h) and single ops — and caches the plan by
-// the structure of the pending ops (each op's identity and argument structure, in order), so a
-// training loop plans each of its programs once and then only hits the cache.
+// Recorded ops (DESIGN §2, §4). In fused mode a stream keeps the ops issued on it pending
+// (runtime/stream.h), each with its description: its IR node, the storages it touches and the
+// work its executor recorded. A flush assembles them into one IR program
+// (engine/program_assembly.h), whose structure keys the executor's plan cache; the host
+// executor plans and runs it.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,10 @@
 #include <memory>
 #include <vector>
 
-#include "executors/host/fusible_op.h"
+#include <c10/core/StorageImpl.h>
+#include <c10/util/intrusive_ptr.h>
+
+#include "executors/executor.h"
 #include "ir/program.h"
 #include "runtime/stream.h"
 
@@ -27,6 +30,15 @@ struct NodeTensor {
   bool on_host = false;  // a CPU tensor argument: its bytes are a run-time operand
 };
 
+// A storage an op touches, held weakly: the planner asks whether any tensor still refers to it
+// (a weak reference also keeps the identity from being reused while the op is pending).
+struct StorageRef {
+  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
+  bool written = false;
+  const c10::StorageImpl* id() const { return storage._unsafe_get_target(); }
+};
+using StorageRefs = std::vector<StorageRef>;
+
 // What a recorded op tells the planner. Ops without one are opaque: they run as they are, and
 // fusion does not reason across them.
 struct OpDescription {
@@ -34,13 +46,12 @@ struct OpDescription {
   // its accesses are empty: assembling the program numbers values and storages.
   ir::Node node;
   std::vector<NodeTensor> node_tensors;
-  // The op as the fused loop engine can run it (pointwise ops); null otherwise.
-  std::shared_ptr<const executors::host::FusibleOp> fusible;
   // Every storage the op reads or writes (weakly held), so liveness can be reasoned about.
-  executors::host::StorageRefs storages;
-  // A pointwise multi-tensor op (torch._foreach_*): its per-element ops, one per list element
-  // ("lane"), which the planner may fuse lane by lane with the multi-tensor ops around it.
-  std::vector<std::shared_ptr<const executors::host::FusibleOp>> lanes;
+  StorageRefs storages;
+  // The executor may fuse it with the ops around it: a program need not end before it.
+  bool may_fuse = false;
+  // What the executor recorded to run it (executors/executor.h); null for an opaque op.
+  std::shared_ptr<const executors::RecordedWork> work;
 };
 
 inline const OpDescription* description_of(const runtime::PendingTask& task) {
@@ -58,10 +69,5 @@ inline const OpDescription* description_of(const runtime::PendingTask& task) {
 void launch_described(int device, const char* op_name, runtime::Task task,
                       std::shared_ptr<const OpDescription> description,
                       bool host_waits_next = false);
-
-// The planner the runtime calls at each flush (installed at load).
-std::vector<runtime::PlannedTask> plan_program(runtime::Stream& stream,
-                                               std::vector<runtime::PendingTask>&& pending,
-                                               const char* reason);
 
 }  // namespace torch_tpu::engine

@@ -1,5 +1,6 @@
 #include "engine/program_assembly.h"
 
+#include <algorithm>
 #include <unordered_map>
 #include <utility>
 
@@ -87,6 +88,10 @@ class Assembler {
       found->second = program_.add_storage(tensor.storage_bytes, /*external=*/!tensor.fresh,
                                            /*live_out=*/false, tensor.on_host);
       identities_.push_back(tensor.storage);
+    } else {
+      // An op of the program may have grown the storage (resize_, an out= argument).
+      int64_t& bytes = program_.storages[static_cast<size_t>(found->second)].bytes;
+      bytes = std::max(bytes, tensor.storage_bytes);
     }
     return found->second;
   }

@@ -25,6 +25,14 @@ class Executable {
   virtual ~Executable() = default;
 };
 
+// What issuing an op recorded for an executor that runs recorded work: the host executor keeps
+// each op's CPU kernel call and, for pointwise ops, how to run it on chunks
+// (executors/host/host_op_work.h). An executor that compiles nodes from the IR alone needs none.
+class RecordedWork {
+ public:
+  virtual ~RecordedWork() = default;
+};
+
 // What one run reads and writes. `storages` has one entry per storage of the program the
 // executable was compiled from: the buffer bound to it, or 0 for a created storage that is not
 // live out (the executor keeps such scratch itself). `scalars` are ir::dynamic_scalars of the

@@ -3,7 +3,8 @@
 #include <pybind11/stl.h>
 
 #include "engine/metrics.h"
-#include "privateuse1/shape_cache.h"
+#include "executors/host/kernel_metrics.h"
+#include "ops/shape_cache.h"
 #include "runtime/chip.h"
 
 namespace torch_tpu::python {
@@ -41,7 +42,7 @@ void init_metrics(py::module_& m) {
     result["ops_launched"] = snapshot.ops_launched;
     result["fallbacks"] = snapshot.fallbacks;
     result["syncs"] = snapshot.syncs;
-    const privateuse1::ShapeCacheStats cache = privateuse1::shape_cache_stats();
+    const ops::ShapeCacheStats cache = ops::shape_cache_stats();
     py::dict shape_cache;
     shape_cache["hits"] = cache.hits;
     shape_cache["misses"] = cache.misses;
@@ -61,18 +62,20 @@ void init_metrics(py::module_& m) {
     const NeverAllocated never = never_allocated_totals();
     fused["buffers_never_allocated"] = never.buffers - g_never_allocated_baseline.buffers;
     fused["bytes_never_allocated"] = never.bytes - g_never_allocated_baseline.bytes;
-    fused["kernels_compiled"] = fusion.kernels_compiled;
-    fused["kernels_loaded_from_cache"] = fusion.kernels_loaded_from_cache;
-    fused["kernel_compile_failures"] = fusion.kernel_compile_failures;
-    fused["compiled_kernel_runs"] = fusion.compiled_kernel_runs;
-    fused["interpreted_kernel_runs"] = fusion.interpreted_kernel_runs;
+    const executors::host::KernelMetrics kernels = executors::host::kernel_metrics();
+    fused["kernels_compiled"] = kernels.kernels_compiled;
+    fused["kernels_loaded_from_cache"] = kernels.kernels_loaded_from_cache;
+    fused["kernel_compile_failures"] = kernels.kernel_compile_failures;
+    fused["compiled_kernel_runs"] = kernels.compiled_kernel_runs;
+    fused["interpreted_kernel_runs"] = kernels.interpreted_kernel_runs;
     result["fusion"] = fused;
     return result;
   });
   m.def("_reset_metrics", [] {
     engine::reset_metrics();
+    executors::host::reset_kernel_metrics();
     g_never_allocated_baseline = never_allocated_totals();
-    privateuse1::reset_shape_cache_stats();
+    ops::reset_shape_cache_stats();
   });
 }
 

@@ -45,7 +45,7 @@ bool spin_until(Ready ready, Clock::duration budget) {
 
 std::atomic<ExecutorThreadHook> g_executor_thread_hook{nullptr};
 std::atomic<HostTakeoverHook> g_host_takeover_hook{nullptr};
-std::atomic<Planner> g_planner{nullptr};
+std::atomic<FlushHandler> g_flush_handler{nullptr};
 std::atomic<bool> g_deferral{false};
 thread_local bool t_is_stream_worker = false;
 thread_local bool t_executor_prepared = false;
@@ -59,7 +59,7 @@ constexpr const char* kReleaseTaskName = "tpu::release_buffer";
 
 void set_executor_thread_hook(ExecutorThreadHook hook) { g_executor_thread_hook.store(hook); }
 void set_host_takeover_hook(HostTakeoverHook hook) { g_host_takeover_hook.store(hook); }
-void set_planner(Planner planner) { g_planner.store(planner); }
+void set_flush_handler(FlushHandler handler) { g_flush_handler.store(handler); }
 void set_deferral(bool enabled) { g_deferral.store(enabled); }
 bool deferral_enabled() { return g_deferral.load(std::memory_order_relaxed); }
 
@@ -108,8 +108,8 @@ void Stream::flush(const char* reason) {
   pending_.reserve(pending.size());
   has_pending_.store(false, std::memory_order_release);
   t_flushing = this;
-  const Planner planner = g_planner.load();
-  if (planner == nullptr) {
+  const FlushHandler handler = g_flush_handler.load();
+  if (handler == nullptr) {
     for (PendingTask& task : pending) {
       queue(task.op_name, task.issued_at, std::move(task.task), /*reclaim=*/false);
       for (Task& then : task.then) {
@@ -118,7 +118,7 @@ void Stream::flush(const char* reason) {
     }
   } else {
     // Queued under the lock: a concurrent flush cannot overtake this one.
-    for (PlannedTask& planned : planner(*this, std::move(pending), reason)) {
+    for (PlannedTask& planned : handler(*this, std::move(pending), reason)) {
       queue(planned.op_name, planned.issued_at, std::move(planned.task), /*reclaim=*/false);
     }
   }

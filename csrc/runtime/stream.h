@@ -51,9 +51,10 @@ class Stream;
 
 // Deferred execution (DeferAndFuse, DESIGN §4). While deferral is on (process-wide), enqueue()
 // keeps tasks in the stream's pending list instead of queueing them. flush() hands the pending
-// tasks to the installed planner, which returns what to queue in their place (programs: fused
-// and cached), and queues that. Sync points flush first, and so does waiting on an event of a
-// stream with pending tasks, so deferred work always gets to run.
+// tasks to the installed flush handler (the host executor's planner), which returns what to
+// queue in their place (programs: fused and cached), and queues that. Sync points flush first,
+// and so does waiting on an event of a stream with pending tasks, so deferred work always gets
+// to run.
 struct PendingTask {
   const char* op_name = nullptr;
   // Where the host issued the op (e.g. "train.py:12 in step"), or null; interned like op_name.
@@ -72,9 +73,9 @@ struct PlannedTask {
 // Turns a stream's pending tasks (in order) into the tasks to queue. `reason` says what
 // flushed them. Called on the flushing thread with the stream's pending list locked: it must
 // not enqueue onto, flush or synchronize `stream`.
-using Planner = std::vector<PlannedTask> (*)(Stream& stream, std::vector<PendingTask>&& pending,
-                                             const char* reason);
-void set_planner(Planner planner);
+using FlushHandler = std::vector<PlannedTask> (*)(Stream& stream, std::vector<PendingTask>&& pending,
+                                                 const char* reason);
+void set_flush_handler(FlushHandler handler);
 void set_deferral(bool enabled);
 bool deferral_enabled();
 // Pending tasks past this many flush ("size_bound"): a program never grows without limit, and

@@ -37,11 +37,11 @@ from ._modes import (  # noqa: E402
     wait_for_kernel_compiles)
 from ._shutdown import install as _install_shutdown_hook  # noqa: E402
 from .distributed import register as _register_tpu_dist  # noqa: E402
-from ._backward_flush import install as _install_backward_flush  # noqa: E402
+from ._torch_patches import install as _install_torch_patches  # noqa: E402
 from . import _saved_recipes  # noqa: E402
 
 _register_tpu_dist()
-_install_backward_flush()
+_install_torch_patches()
 
 _install_shutdown_hook()
 _saved_recipes.follow_mode()  # fused mode chosen through the environment

@@ -50,25 +50,20 @@ def _ours_on_top() -> bool:
     return top is not None and top[0] is _C._pack_saved
 
 
-_original_disable_saved_tensors_hooks = torch.autograd.graph.disable_saved_tensors_hooks
-
-
 @contextlib.contextmanager
-def _disable_saved_tensors_hooks(error_message: str):
-    """torch.autograd.graph.disable_saved_tensors_hooks, with fused mode's hooks set aside for
-    the block (torch.func enters it; a user's own hooks still make it raise, as without us)."""
+def set_aside(original_disable, error_message: str):
+    """``original_disable(error_message)`` (torch.autograd.graph.disable_saved_tensors_hooks),
+    with fused mode's hooks set aside for the block: torch.func enters it, and a user's own
+    hooks still make it raise, as without us (installed by _torch_patches.py)."""
     stepped_aside = _installed and _ours_on_top()
     if stepped_aside:
         torch._C._autograd._pop_saved_tensors_default_hooks()
     try:
-        with _original_disable_saved_tensors_hooks(error_message):
+        with original_disable(error_message):
             yield
     finally:
         if stepped_aside:
             torch._C._autograd._push_saved_tensors_default_hooks(_C._pack_saved, _C._unpack_saved)
-
-
-torch.autograd.graph.disable_saved_tensors_hooks = _disable_saved_tensors_hooks
 
 
 def stats() -> dict:

@@ -246,7 +246,7 @@ class DeferralTest : public ::testing::Test {
     reasons.clear();
     batch_sizes.clear();
     described = 0;
-    set_planner([](Stream&, std::vector<PendingTask>&& pending, const char* reason) {
+    set_flush_handler([](Stream&, std::vector<PendingTask>&& pending, const char* reason) {
       reasons.emplace_back(reason);
       batch_sizes.push_back(pending.size());
       // One program running every pending task in order.
@@ -265,7 +265,7 @@ class DeferralTest : public ::testing::Test {
   }
   void TearDown() override {
     set_deferral(false);
-    set_planner(nullptr);
+    set_flush_handler(nullptr);
   }
 };
 

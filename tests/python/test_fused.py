@@ -473,3 +473,19 @@ def test_fused_lerp_addcmul_addcdiv_are_atens_fused_multiply_adds(dtype):
         assert torch.equal(got, expected)
     assert fusion()["fused_kernels_run"] == 1
     assert fusion()["interpreted_kernel_runs"] == 1  # the register loop, not ATen's kernels
+
+
+@pytest.mark.parametrize("bounds", ["tensors", "scalars"])
+def test_clamp_with_tensor_bounds_fuses_with_its_neighbours_and_gives_strict_results(bounds):
+    """clamp.Tensor's bounds may be whole tensors: they must not be read as the register
+    loop's constant bounds (they were: a 4.0 error against CPU)."""
+    torch.manual_seed(0)
+    x, lo = torch.randn(64, 32), torch.randn(64, 32) - 1
+    hi = lo + 1.5
+    if bounds == "scalars":
+        lo, hi = -0.5, 0.75
+    expected = ((x * 2).clamp(min=lo, max=hi) + 1)
+    with torch_tpu.mode("fused"):
+        tpu = [t.to("tpu") if isinstance(t, torch.Tensor) else t for t in (x, lo, hi)]
+        got = ((tpu[0] * 2).clamp(min=tpu[1], max=tpu[2]) + 1).cpu()
+    torch.testing.assert_close(got, expected, rtol=0, atol=0)

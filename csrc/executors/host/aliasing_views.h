@@ -5,7 +5,11 @@
 // raises), and nor did any choice they make on `is_alias_of` and storage offsets.
 #pragma once
 
+#include <cstddef>
+#include <vector>
+
 #include <ATen/core/Tensor.h>
+#include <c10/util/SmallVector.h>
 
 namespace torch_tpu::executors::host {
 
@@ -15,5 +19,16 @@ namespace torch_tpu::executors::host {
 // one output past its span must fail, not move its inputs' memory). Views that overlap none
 // are left as they are.
 void share_storage_of_overlapping_views(c10::ArrayRef<at::Tensor> views);
+
+// The same over the views an op's argument rebuild made: views[first, end), each read by
+// `tensor_of`.
+template <typename View, typename TensorOf>
+void share_storage_of_overlapping_views(const std::vector<View>& views, size_t first,
+                                        TensorOf tensor_of) {
+  if (views.size() - first < 2) return;
+  c10::SmallVector<at::Tensor, 6> made;
+  for (size_t i = first; i < views.size(); ++i) made.push_back(tensor_of(views[i]));
+  share_storage_of_overlapping_views(made);
+}
 
 }  // namespace torch_tpu::executors::host

@@ -15,15 +15,6 @@
 
 namespace torch_tpu::executors::host {
 
-// A storage an op touches, held weakly: the planner asks whether any tensor still refers to it
-// (a weak reference also keeps the identity from being reused while the op is pending).
-struct StorageRef {
-  c10::weak_intrusive_ptr<c10::StorageImpl> storage;
-  bool written = false;
-  const c10::StorageImpl* id() const { return storage._unsafe_get_target(); }
-};
-using StorageRefs = std::vector<StorageRef>;
-
 // One tensor a fusible op touches, as captured when the op was recorded.
 struct FusedTensor {
   const TensorSnapshot* snapshot = nullptr;   // owned by the op
@@ -35,6 +26,7 @@ struct FusedTensor {
 
 // The elementwise computation of an op, for the register-level fused loop
 // (executors/host/pointwise_loop.h): result = opcode(operands...), rounded to the output's dtype.
+// How each is computed: executors/host/pointwise_ops.h.
 enum class PointwiseOpcode : uint8_t {
   kAdd,        // a + alpha * b
   kSub,        // a - alpha * b
@@ -59,6 +51,9 @@ enum class PointwiseOpcode : uint8_t {
   kAddcdiv,    // a + (alpha * b) / c
   kLerp,       // |w| < 0.5 ? fma(w, e - s, s) : fma(w - 1, e - s, e), for (s, e, w)
   kCube,       // a * a * a, left to right (ATen's pow(a, 3) for float32)
+  // Not an op: the number of opcodes. Each opcode has a row in executors/host/pointwise_ops.cpp
+  // (its math), which fails to compile while one is missing.
+  kCount,
 };
 
 struct PointwiseOperand {

@@ -1,9 +1,14 @@
 #include "executors/host/pointwise_codegen.h"
 
 #include <cstdlib>
+#include <cstring>
 #include <sstream>
+#include <string_view>
 
 #include <c10/core/ScalarType.h>
+#include <c10/util/Exception.h>
+
+#include "executors/host/pointwise_ops.h"
 
 namespace torch_tpu::executors::host {
 namespace {
@@ -34,8 +39,9 @@ constexpr int64_t kHotRunsMinimumNs = 1'000'000;
 
 std::atomic<int64_t> compiled_runs{0};
 
-// Helpers of every generated kernel: the interpreter's conversions and NaN rules
-// (executors/host/pointwise_loop.cpp), spelled the same way.
+// Helpers of every generated kernel: the interpreter's conversions
+// (executors/host/pointwise_loop.cpp), spelled the same way, its scalar op helpers (pasted from
+// pointwise_ops.h), and their vector forms, which the rows' vector code calls.
 constexpr const char* kPrelude = R"(#include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -59,13 +65,7 @@ inline float round_bf16(float x) {
   const uint32_t result = (bits & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : rounded;
   float y; std::memcpy(&y, &result, 4); return y;
 }
-inline float max_of(float x, float y) { return (x < y) ? y : x; }
-inline float min_of(float x, float y) { return (y < x) ? y : x; }
-inline float maximum(float x, float y) { return (x != x || y != y) ? __builtin_nanf("") : max_of(x, y); }
-inline float minimum(float x, float y) { return (x != x || y != y) ? __builtin_nanf("") : min_of(x, y); }
-inline float clamp(float x, float lo, float hi) { return x != x ? x : min_of(max_of(x, lo), hi); }
-inline float relu(float x) { return x < 0.0f ? 0.0f : x; }
-
+)" TORCH_TPU_POINTWISE_COMPARISONS(TORCH_TPU_POINTWISE_TEXT) R"(
 // The same on a vector of kLanes (GCC vector extensions: every lane does exactly the scalar
 // operation; math functions without vector forms go lane by lane). A vector is one register:
 // 16 floats with AVX-512, else 8 (wider vectors on narrower hardware compile badly).
@@ -131,12 +131,7 @@ inline vf vload_bf16_step2(const char* p, int64_t i) {
 inline vf vfma(float a, vf b, vf c) {
   vf r; for (int l = 0; l < kLanes; ++l) r[l] = std::fma(a, b[l], c[l]); return r;
 }
-inline float addcmul(float a, float b, float c, float alpha) { return std::fma(alpha * b, c, a); }
-inline float addcdiv(float a, float b, float c, float alpha) { return a + (alpha * b) / c; }
-inline float lerp(float s, float e, float w) {
-  return std::fabs(w) < 0.5f ? std::fma(w, e - s, s) : std::fma(w - 1.0f, e - s, e);
-}
-inline vf vaddcmul(vf a, vf b, vf c, float alpha) {
+)" TORCH_TPU_POINTWISE_COMBINATIONS(TORCH_TPU_POINTWISE_TEXT, TORCH_TPU_POINTWISE_TEXT_BLOCK) R"(inline vf vaddcmul(vf a, vf b, vf c, float alpha) {
   vf r; for (int l = 0; l < kLanes; ++l) r[l] = addcmul(a[l], b[l], c[l], alpha); return r;
 }
 inline vf vaddcdiv(vf a, vf b, vf c, float alpha) { return a + (alpha * b) / c; }
@@ -170,130 +165,70 @@ inline float apply1(InPlace f, float x) { f(&x, 1); return x; }
 // faster than 4).
 constexpr int kTiles = 8;
 
-std::string operand(const PointwiseInstruction& instruction, size_t k) {
-  const int buffer = instruction.operands[k];
-  return buffer >= 0 ? "b" + std::to_string(buffer)
-                     : "c" + std::to_string(instruction.constant_slots[k]);
-}
-
-std::string expression(const PointwiseInstruction& instruction) {
-  const std::string a = operand(instruction, 0);
-  const auto b = [&] { return operand(instruction, 1); };
-  const std::string alpha =
-      instruction.alpha_slot >= 0 ? "c" + std::to_string(instruction.alpha_slot) : "";
-  switch (instruction.opcode) {
-    case PointwiseOpcode::kAdd:
-      return alpha.empty() ? "(" + a + " + " + b() + ")" : "std::fma(" + alpha + ", " + b() + ", " + a + ")";
-    case PointwiseOpcode::kSub:
-      return alpha.empty() ? "(" + a + " - " + b() + ")" : "std::fma(-" + alpha + ", " + b() + ", " + a + ")";
-    case PointwiseOpcode::kMul: return "(" + a + " * " + b() + ")";
-    case PointwiseOpcode::kDiv: return "(" + a + " / " + b() + ")";
-    case PointwiseOpcode::kMaximum: return "maximum(" + a + ", " + b() + ")";
-    case PointwiseOpcode::kMinimum: return "minimum(" + a + ", " + b() + ")";
-    case PointwiseOpcode::kClamp:
-      return "clamp(" + a + ", " + operand(instruction, 1) + ", " + operand(instruction, 2) + ")";
-    case PointwiseOpcode::kNeg: return "(-" + a + ")";
-    case PointwiseOpcode::kRelu: return "relu(" + a + ")";
-    case PointwiseOpcode::kAbs: return "std::fabs(" + a + ")";
-    case PointwiseOpcode::kReciprocal: return "(1.0f / " + a + ")";
-    case PointwiseOpcode::kCube: return "(" + a + " * " + a + " * " + a + ")";
-    // Only bf16/f16 sqrt and exp get here (float32's are MKL calls: codegen_supports): ATen
-    // computes them in float, correctly rounded sqrt and SLEEF's exp, as the interpreter does.
-    case PointwiseOpcode::kSqrt: return "std::sqrt(" + a + ")";
-    case PointwiseOpcode::kRsqrt: return "(1.0f / std::sqrt(" + a + "))";
-    case PointwiseOpcode::kExp: return "apply1(math->vectorized_exp, " + a + ")";
-    case PointwiseOpcode::kTanh: return "apply1(math->vectorized_tanh, " + a + ")";
-    case PointwiseOpcode::kSigmoid: return "(1.0f / (1.0f + apply1(math->vectorized_exp, -" + a + ")))";
-    case PointwiseOpcode::kSilu: return "(" + a + " / (1.0f + apply1(math->vectorized_exp, -" + a + ")))";
-    case PointwiseOpcode::kAddcmul:
-      return "addcmul(" + a + ", " + b() + ", " + operand(instruction, 2) + ", " + (alpha.empty() ? "1.0f" : alpha) + ")";
-    case PointwiseOpcode::kAddcdiv:
-      return "addcdiv(" + a + ", " + b() + ", " + operand(instruction, 2) + ", " + (alpha.empty() ? "1.0f" : alpha) + ")";
-    case PointwiseOpcode::kLerp:
-      return "lerp(" + a + ", " + b() + ", " + operand(instruction, 2) + ")";
-  }
-  return "";
-}
-
-// Exp and tanh are the caller's array functions (VectorMath). The vector loop calls one on
-// all kTiles vectors of a step at once, through a stack array: a call per vector cost more
-// than the arithmetic, as every live vector register is spilled around a call.
-struct VectorFunction {
-  const char* function = nullptr;  // VectorMath member
-  bool negated = false;            // applied to -x (sigmoid, silu)
-};
-
-VectorFunction vector_function(PointwiseOpcode opcode) {
-  switch (opcode) {
-    case PointwiseOpcode::kExp: return {"vectorized_exp", false};
-    case PointwiseOpcode::kTanh: return {"vectorized_tanh", false};
-    case PointwiseOpcode::kSigmoid:
-    case PointwiseOpcode::kSilu: return {"vectorized_exp", true};
-    default: return {};
-  }
-}
-
 std::string function_value(int t) { return "vload_f32(fv, " + std::to_string(t) + " * kLanes)"; }
 
-// Fills the stack array `fv` with the function's values on every tile of the instruction's
-// operand.
-std::string vector_function_call(const PointwiseInstruction& instruction, const VectorFunction& f,
-                                 int tiles) {
-  const int buffer = instruction.operands[0];
-  std::string code;
-  for (int t = 0; t < tiles; ++t) {
-    const std::string x = buffer >= 0 ? "b" + std::to_string(buffer) + "_" + std::to_string(t)
-                                      : "bc(c" + std::to_string(instruction.constant_slots[0]) + ")";
-    code += "    vstore_f32(fv, " + std::to_string(t) + " * kLanes, " + (f.negated ? "-" : "") + x + ");\n";
-  }
-  return code + "    math->" + f.function + "(reinterpret_cast<float*>(fv), " + std::to_string(tiles) +
-         " * kLanes);\n";
+// Operand k of `instruction` on tile `t` of the vector loop, or on one element when t < 0:
+// `b<buffer>[_<t>]`, or `c<slot>` for a constant, broadcast to a vector (bc) unless `as_is`.
+std::string operand(const PointwiseInstruction& instruction, size_t k, int t, bool as_is = false) {
+  const int buffer = instruction.operands[k];
+  if (buffer >= 0) return "b" + std::to_string(buffer) + (t >= 0 ? "_" + std::to_string(t) : "");
+  const std::string constant = "c" + std::to_string(instruction.constant_slots[k]);
+  return t >= 0 && !as_is ? "bc(" + constant + ")" : constant;
 }
 
-// The instruction on tile `t` of the vector loop. Constants stay scalars where an operator
-// accepts one, and are broadcast (bc) where a helper wants a vector.
-std::string vector_expression(const PointwiseInstruction& instruction, int t) {
-  const auto scalar_or_vector = [&](size_t k) {
-    const int buffer = instruction.operands[k];
-    return buffer >= 0 ? "b" + std::to_string(buffer) + "_" + std::to_string(t)
-                       : "c" + std::to_string(instruction.constant_slots[k]);
-  };
-  const auto vec = [&](size_t k) {
-    return instruction.operands[k] >= 0 ? scalar_or_vector(k) : "bc(" + scalar_or_vector(k) + ")";
-  };
-  const std::string alpha =
-      instruction.alpha_slot >= 0 ? "c" + std::to_string(instruction.alpha_slot) : "";
-  switch (instruction.opcode) {
-    case PointwiseOpcode::kAdd:
-      return alpha.empty() ? "(" + vec(0) + " + " + scalar_or_vector(1) + ")"
-                           : "vfma(" + alpha + ", " + vec(1) + ", " + vec(0) + ")";
-    case PointwiseOpcode::kSub:
-      return alpha.empty() ? "(" + vec(0) + " - " + scalar_or_vector(1) + ")"
-                           : "vfma(-" + alpha + ", " + vec(1) + ", " + vec(0) + ")";
-    case PointwiseOpcode::kMul: return "(" + vec(0) + " * " + scalar_or_vector(1) + ")";
-    case PointwiseOpcode::kDiv: return "(" + vec(0) + " / " + scalar_or_vector(1) + ")";
-    case PointwiseOpcode::kMaximum: return "vmaximum(" + vec(0) + ", " + vec(1) + ")";
-    case PointwiseOpcode::kMinimum: return "vminimum(" + vec(0) + ", " + vec(1) + ")";
-    case PointwiseOpcode::kClamp: return "vclamp(" + vec(0) + ", " + vec(1) + ", " + vec(2) + ")";
-    case PointwiseOpcode::kNeg: return "(-" + vec(0) + ")";
-    case PointwiseOpcode::kRelu: return "vrelu(" + vec(0) + ")";
-    case PointwiseOpcode::kAbs: return "vabs(" + vec(0) + ")";
-    case PointwiseOpcode::kReciprocal: return "(bc(1.0f) / " + vec(0) + ")";
-    case PointwiseOpcode::kCube: return "(" + vec(0) + " * " + vec(0) + " * " + vec(0) + ")";
-    case PointwiseOpcode::kSqrt: return "vsqrt(" + vec(0) + ")";
-    case PointwiseOpcode::kRsqrt: return "vrsqrt(" + vec(0) + ")";
-    // The function's value on the tile, computed for all tiles at once (vector_function).
-    case PointwiseOpcode::kExp:
-    case PointwiseOpcode::kTanh: return function_value(t);
-    case PointwiseOpcode::kSigmoid: return "(bc(1.0f) / (bc(1.0f) + " + function_value(t) + "))";
-    case PointwiseOpcode::kSilu: return "(" + vec(0) + " / (bc(1.0f) + " + function_value(t) + "))";
-    case PointwiseOpcode::kAddcmul:
-      return "vaddcmul(" + vec(0) + ", " + vec(1) + ", " + vec(2) + ", " + (alpha.empty() ? "1.0f" : alpha) + ")";
-    case PointwiseOpcode::kAddcdiv:
-      return "vaddcdiv(" + vec(0) + ", " + vec(1) + ", " + vec(2) + ", " + (alpha.empty() ? "1.0f" : alpha) + ")";
-    case PointwiseOpcode::kLerp: return "vlerp(" + vec(0) + ", " + vec(1) + ", " + vec(2) + ")";
+// The instruction's expression: its row's scalar code (t < 0) or vector code on tile `t`, with
+// the placeholders filled in (pointwise_ops.h: PointwiseForm). Constants stay scalars where
+// the code takes one ({1s}), and are broadcast where a helper wants a vector.
+std::string expression(const PointwiseInstruction& instruction, int t) {
+  const PointwiseOpInfo& op = pointwise_op(instruction.opcode);
+  const PointwiseForm& form = op.form_for(instruction.alpha_slot >= 0);
+  std::string code;
+  for (const char* p = t >= 0 ? form.vector : form.scalar; *p != '\0'; ++p) {
+    if (*p != '{') {
+      code += *p;
+      continue;
+    }
+    const char* key = p + 1;
+    p = std::strchr(key, '}');
+    const std::string_view name(key, static_cast<size_t>(p - key));
+    if (name == "alpha") {
+      code += instruction.alpha_slot >= 0 ? "c" + std::to_string(instruction.alpha_slot) : "1.0f";
+    } else if (name == "f" && t >= 0) {
+      code += function_value(t);  // computed for all tiles at once (vector_function_call)
+    } else if (name == "f") {
+      code += std::string("apply1(math->") + vector_math_member_name(op.function.generated) + ", " +
+              (op.function.negated ? "-" : "") + operand(instruction, 0, t) + ")";
+    } else {
+      code += operand(instruction, static_cast<size_t>(name[0] - '0'), t, name.size() == 2);
+    }
   }
-  return "";
+  return code;
+}
+
+// A row's function (exp, tanh) is the caller's array function (VectorMath). The vector loop
+// calls it on all kTiles vectors of a step at once, through a stack array `fv`: a call per
+// vector cost more than the arithmetic, as every live vector register is spilled around a call.
+std::string vector_function_call(const PointwiseInstruction& instruction, const PointwiseFunction& f, int tiles) {
+  std::string code;
+  for (int t = 0; t < tiles; ++t) {
+    code += "    vstore_f32(fv, " + std::to_string(t) + " * kLanes, " + (f.negated ? "-" : "") +
+            operand(instruction, 0, t) + ");\n";
+  }
+  return code + "    math->" + vector_math_member_name(f.generated) + "(reinterpret_cast<float*>(fv), " +
+         std::to_string(tiles) + " * kLanes);\n";
+}
+
+// Generated kernels get vector_math() and call `generated` where the interpreter calls
+// `interpreted` of its dtype's VectorMath: they must be one function in every dtype compiled.
+void check_generated_functions() {
+  for (const PointwiseOpInfo& op : pointwise_ops()) {
+    if (op.function.generated == nullptr) continue;
+    const InPlaceFn generated = vector_math().*op.function.generated;
+    TORCH_INTERNAL_ASSERT(reduced_precision_vector_math().*op.function.interpreted == generated,
+                          "generated ", op.name, " would call another function than the interpreter's");
+    TORCH_INTERNAL_ASSERT(!op.compiled_in_float32 || vector_math().*op.function.interpreted == generated,
+                          "generated float32 ", op.name, " would call another function than the interpreter's");
+  }
 }
 
 }  // namespace
@@ -302,13 +237,7 @@ const char* const kPointwiseKernelSymbol = "torch_tpu_pointwise_kernel";
 
 bool codegen_supports(const PointwiseProgram& program) {
   for (const PointwiseInstruction& instruction : program.instructions) {
-    // Float32 sqrt and exp are MKL's vector functions (ATen's bits): the interpreter calls them
-    // once per 2048-element block, a generated loop once per vector, where MKL's per-call cost
-    // (mode and dispatch) dominated: an AdamW update per parameter ran 1.74-3.5 ms compiled
-    // against 0.87-1.45 ms interpreted.
-    const bool mkl_call = instruction.dtype == c10::kFloat &&
-                          (instruction.opcode == PointwiseOpcode::kSqrt || instruction.opcode == PointwiseOpcode::kExp);
-    if (mkl_call) return false;
+    if (instruction.dtype == c10::kFloat && !pointwise_op(instruction.opcode).compiled_in_float32) return false;
   }
   if (program.strided && static_cast<int64_t>(program.shape.size()) > kMaxStridedKernelDims) return false;
   const auto generated = [](c10::ScalarType dtype) {
@@ -391,11 +320,11 @@ void emit_step(std::ostringstream& out, const PointwiseProgram& program, const A
   for (const PointwiseInstruction& instruction : program.instructions) {
     const bool round = instruction.dtype == c10::kBFloat16 && !program.excess_precision;
     if (scalar) {
-      out << "    b" << instruction.output << " = "
-          << (round ? "round_bf16(" + expression(instruction) + ")" : expression(instruction)) << ";\n";
+      const std::string computed = expression(instruction, -1);
+      out << "    b" << instruction.output << " = " << (round ? "round_bf16(" + computed + ")" : computed) << ";\n";
       continue;
     }
-    if (const VectorFunction f = vector_function(instruction.opcode); f.function != nullptr) {
+    if (const PointwiseFunction& f = pointwise_op(instruction.opcode).function; f.generated != nullptr) {
       if (!declared_function_values) {
         out << "    alignas(64) char fv[" << count << " * sizeof(vf)];\n";
         declared_function_values = true;
@@ -403,7 +332,7 @@ void emit_step(std::ostringstream& out, const PointwiseProgram& program, const A
       out << vector_function_call(instruction, f, count);
     }
     for (int t = 0; t < count; ++t) {
-      const std::string computed = vector_expression(instruction, t);
+      const std::string computed = expression(instruction, t);
       out << "    b" << instruction.output << "_" << t << " = "
           << (round ? "vround_bf16(" + computed + ")" : computed) << ";\n";
     }
@@ -478,6 +407,8 @@ void emit_rows_loop(std::ostringstream& out, const PointwiseProgram& program, co
 }  // namespace
 
 std::string pointwise_kernel_source(const PointwiseProgram& program) {
+  static const bool checked = (check_generated_functions(), true);
+  (void)checked;
   std::ostringstream out;
   out << kPrelude << "extern \"C\" void " << kPointwiseKernelSymbol
       << "(char* const* data, const float* constants, int64_t begin, int64_t end, const VectorMath* math, "

@@ -3,10 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <cmath>
 #include <cstdlib>
 #include <cstring>
-#include <limits>
 #include <type_traits>
 #include <vector>
 
@@ -17,6 +15,7 @@
 #include <c10/util/SmallVector.h>
 
 #include "executors/host/pointwise_codegen.h"
+#include "executors/host/pointwise_ops.h"
 #include "executors/host/pointwise_program.h"
 #include "executors/host/vector_math.h"
 
@@ -25,8 +24,7 @@ namespace {
 
 std::atomic<int64_t> g_interpreted_runs{0};
 
-// Floats per block: a handful of blocks stay in a core's L1/L2 cache.
-constexpr int64_t kBlock = 2048;
+constexpr int64_t kBlock = kPointwiseBlock;  // what the rows' block functions take
 // Elements per parallel task of a compiled kernel (it streams; no blocks).
 constexpr int64_t kCompiledGrain = 16 * kBlock;
 
@@ -209,190 +207,6 @@ void scatter(void* base, const float* in, c10::ScalarType dtype, c10::IntArrayRe
   }
 }
 
-// --- the ops ---------------------------------------------------------------------------------
-
-// An operand inside a block: a register (kBlock floats) or a constant.
-struct Source {
-  const float* values = nullptr;  // null: constant
-  float constant = 0.0f;
-  float at(int64_t i) const { return values != nullptr ? values[i] : constant; }
-};
-
-// How a result is finished before the next op reads it: kept in float32, or rounded to bf16
-// the way storing it would (in the same pass, so rounding costs no extra trip through cache).
-struct KeepFloat {
-  float operator()(float x) const { return x; }
-};
-struct RoundToBFloat16 {
-  float operator()(float x) const {
-    uint32_t bits;
-    std::memcpy(&bits, &x, sizeof(float));
-    const uint32_t rounded = ((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16) << 16;
-    const uint32_t result = (bits & 0x7fffffffu) > 0x7f800000u ? 0x7fc00000u : rounded;
-    float y;
-    std::memcpy(&y, &result, sizeof(float));
-    return y;
-  }
-};
-
-template <typename Finish, typename F>
-__attribute__((always_inline)) inline void unary(float* out, const Source& a, int64_t n, F f) {
-  const Finish finish;
-  if (a.values == nullptr) {
-    std::fill(out, out + n, finish(f(a.constant)));
-    return;
-  }
-  for (int64_t i = 0; i < n; ++i) out[i] = finish(f(a.values[i]));
-}
-
-template <typename Finish, typename F>
-__attribute__((always_inline)) inline void binary(float* out, const Source& a, const Source& b,
-                                                  int64_t n, F f) {
-  const Finish finish;
-  if (a.values != nullptr && b.values != nullptr) {
-    for (int64_t i = 0; i < n; ++i) out[i] = finish(f(a.values[i], b.values[i]));
-  } else if (a.values != nullptr) {
-    const float y = b.constant;
-    for (int64_t i = 0; i < n; ++i) out[i] = finish(f(a.values[i], y));
-  } else if (b.values != nullptr) {
-    const float x = a.constant;
-    for (int64_t i = 0; i < n; ++i) out[i] = finish(f(x, b.values[i]));
-  } else {
-    std::fill(out, out + n, finish(f(a.constant, b.constant)));
-  }
-}
-
-// Three operands, any of them constants (spread over a block first: these ops are rare enough
-// that one loop shape is worth more than eight).
-template <typename Finish, typename F>
-__attribute__((always_inline)) inline void ternary(float* out, const Source& a, const Source& b,
-                                                   const Source& c, int64_t n, F f) {
-  const Finish finish;
-  float spread[3][kBlock];
-  const float* values[3];
-  const Source* sources[3] = {&a, &b, &c};
-  for (int k = 0; k < 3; ++k) {
-    values[k] = sources[k]->values;
-    if (values[k] == nullptr) {
-      std::fill(spread[k], spread[k] + n, sources[k]->constant);
-      values[k] = spread[k];
-    }
-  }
-  for (int64_t i = 0; i < n; ++i) out[i] = finish(f(values[0][i], values[1][i], values[2][i]));
-}
-
-// An op built on exp(sign * x): `exp` runs on a copy (vector_math.h: ATen's functions, which
-// compiled kernels call too), then `combine(x, exp)` and the finish element by element.
-template <typename Finish, typename F>
-__attribute__((always_inline)) inline void exp_based(float* out, const Source& a, int64_t n,
-                                                     float sign, InPlaceFn exp, F combine) {
-  const Finish finish;
-  if (a.values == nullptr) {
-    float e = sign * a.constant;
-    exp(&e, 1);
-    std::fill(out, out + n, finish(combine(a.constant, e)));
-    return;
-  }
-  float e[kBlock];
-  for (int64_t i = 0; i < n; ++i) e[i] = sign * a.values[i];
-  exp(e, n);
-  for (int64_t i = 0; i < n; ++i) out[i] = finish(combine(a.values[i], e[i]));
-}
-
-// An op computed by an in-place array function (vector_math.h), then the finish.
-template <typename Finish>
-__attribute__((always_inline)) inline void applied(float* out, const Source& a, int64_t n, InPlaceFn f) {
-  const Finish finish;
-  if (a.values == nullptr) {
-    float value = a.constant;
-    f(&value, 1);
-    std::fill(out, out + n, finish(value));
-    return;
-  }
-  if (out != a.values) std::memcpy(out, a.values, static_cast<size_t>(n) * sizeof(float));
-  f(out, n);
-  for (int64_t i = 0; i < n; ++i) out[i] = finish(out[i]);
-}
-
-template <typename Finish>
-__attribute__((always_inline)) inline void execute_as(PointwiseOpcode opcode, float* out,
-                                                      const Source* sources, float alpha,
-                                                      int64_t n, const VectorMath& math) {
-  const Source& a = sources[0];
-  switch (opcode) {
-    case PointwiseOpcode::kAdd:
-      if (alpha == 1.0f) return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x + y; });
-      // ATen's vectorized add: fmadd(b, alpha, a).
-      return binary<Finish>(out, a, sources[1], n, [alpha](float x, float y) { return std::fma(alpha, y, x); });
-    case PointwiseOpcode::kSub:
-      if (alpha == 1.0f) return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x - y; });
-      return binary<Finish>(out, a, sources[1], n, [alpha](float x, float y) { return std::fma(-alpha, y, x); });
-    case PointwiseOpcode::kMul:
-      return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x * y; });
-    case PointwiseOpcode::kDiv:
-      return binary<Finish>(out, a, sources[1], n, [](float x, float y) { return x / y; });
-    case PointwiseOpcode::kMaximum:
-      return binary<Finish>(out, a, sources[1], n, [](float x, float y) {
-        return (x != x || y != y) ? std::numeric_limits<float>::quiet_NaN() : std::max(x, y);
-      });
-    case PointwiseOpcode::kMinimum:
-      return binary<Finish>(out, a, sources[1], n, [](float x, float y) {
-        return (x != x || y != y) ? std::numeric_limits<float>::quiet_NaN() : std::min(x, y);
-      });
-    case PointwiseOpcode::kClamp: {
-      const float lo = sources[1].constant;
-      const float hi = sources[2].constant;
-      return unary<Finish>(out, a, n, [lo, hi](float x) { return x != x ? x : std::min(std::max(x, lo), hi); });
-    }
-    case PointwiseOpcode::kNeg:
-      return unary<Finish>(out, a, n, [](float x) { return -x; });
-    case PointwiseOpcode::kRelu:
-      // ATen's relu is clamp_min(x, 0): NaN and -0.0 pass through, negatives become +0.0.
-      return unary<Finish>(out, a, n, [](float x) { return x < 0.0f ? 0.0f : x; });
-    case PointwiseOpcode::kAbs:
-      return unary<Finish>(out, a, n, [](float x) { return std::fabs(x); });
-    case PointwiseOpcode::kReciprocal:
-      return unary<Finish>(out, a, n, [](float x) { return 1.0f / x; });
-    case PointwiseOpcode::kSqrt:
-      return applied<Finish>(out, a, n, math.sqrt);
-    case PointwiseOpcode::kRsqrt:
-      return unary<Finish>(out, a, n, [](float x) { return 1.0f / std::sqrt(x); });
-    case PointwiseOpcode::kExp:
-      return applied<Finish>(out, a, n, math.exp);
-    case PointwiseOpcode::kTanh:
-      return applied<Finish>(out, a, n, math.vectorized_tanh);
-    case PointwiseOpcode::kSigmoid:
-      return exp_based<Finish>(out, a, n, -1.0f, math.vectorized_exp, [](float, float e) { return 1.0f / (1.0f + e); });
-    case PointwiseOpcode::kSilu:
-      return exp_based<Finish>(out, a, n, -1.0f, math.vectorized_exp, [](float x, float e) { return x / (1.0f + e); });
-    case PointwiseOpcode::kAddcmul:
-      return ternary<Finish>(out, a, sources[1], sources[2], n, [alpha](float x, float y, float z) {
-        return std::fma(alpha * y, z, x);
-      });
-    case PointwiseOpcode::kAddcdiv:
-      return ternary<Finish>(out, a, sources[1], sources[2], n, [alpha](float x, float y, float z) {
-        return x + (alpha * y) / z;
-      });
-    case PointwiseOpcode::kCube:
-      return unary<Finish>(out, a, n, [](float x) { return x * x * x; });
-    case PointwiseOpcode::kLerp:
-      return ternary<Finish>(out, a, sources[1], sources[2], n, [](float s, float e, float w) {
-        return std::fabs(w) < 0.5f ? std::fma(w, e - s, s) : std::fma(w - 1.0f, e - s, e);
-      });
-  }
-}
-
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void execute(PointwiseOpcode opcode, float* out, const Source* sources, float alpha, int64_t n,
-             bool round_bfloat16, const VectorMath& math) {
-  if (round_bfloat16) {
-    execute_as<RoundToBFloat16>(opcode, out, sources, alpha, n, math);
-  } else {
-    execute_as<KeepFloat>(opcode, out, sources, alpha, n, math);
-  }
-}
-
-
 // Interprets the program one op at a time over cache-resident blocks of kBlock elements.
 // Results go to per-thread scratch buffers; a float32 tensor the cluster only reads is read in
 // place (no copy into a buffer); a buffer's reads follow whichever of the two holds its value.
@@ -427,22 +241,27 @@ void interpret(const PointwiseProgram& program) {
         }
       }
       for (const PointwiseInstruction& instruction : program.instructions) {
-        Source sources[3];
-        for (size_t k = 0; k < instruction.operands.size() && k < 3; ++k) {
+        const PointwiseOpInfo& op = pointwise_op(instruction.opcode);
+        PointwiseSource sources[kMaxPointwiseArity];
+        for (size_t k = 0; k < instruction.operands.size() && k < static_cast<size_t>(kMaxPointwiseArity); ++k) {
           const int buffer = instruction.operands[k];
           sources[k] = buffer >= 0
-                           ? Source{reads[static_cast<size_t>(buffer)], 0.0f}
-                           : Source{nullptr, program.constants[static_cast<size_t>(instruction.constant_slots[k])]};
+                           ? PointwiseSource{reads[static_cast<size_t>(buffer)], 0.0f}
+                           : PointwiseSource{nullptr, program.constants[static_cast<size_t>(instruction.constant_slots[k])]};
         }
-        const float alpha = instruction.alpha_slot >= 0
-                                ? program.constants[static_cast<size_t>(instruction.alpha_slot)]
-                                : 1.0f;
-        float* output = values(instruction.output);
-        execute(instruction.opcode, output, sources, alpha, n,
-                instruction.dtype == c10::kBFloat16 && !program.excess_precision,
-                instruction.dtype == c10::kFloat ? math : reduced_math);
-        if (instruction.dtype == c10::kHalf && !program.excess_precision) round_to_half(output, n);
-        reads[static_cast<size_t>(instruction.output)] = output;
+        PointwiseBlock args;
+        args.out = values(instruction.output);
+        args.sources = sources;
+        args.n = n;
+        if (instruction.alpha_slot >= 0) args.alpha = program.constants[static_cast<size_t>(instruction.alpha_slot)];
+        if (op.function.interpreted != nullptr) {
+          args.function = (instruction.dtype == c10::kFloat ? math : reduced_math).*op.function.interpreted;
+          args.negate = op.function.negated;
+        }
+        args.round_bfloat16 = instruction.dtype == c10::kBFloat16 && !program.excess_precision;
+        op.form_for(instruction.alpha_slot >= 0).interpret(args);
+        if (instruction.dtype == c10::kHalf && !program.excess_precision) round_to_half(args.out, n);
+        reads[static_cast<size_t>(instruction.output)] = args.out;
       }
       for (const PointwiseRegister& reg : program.registers) {
         if (!reg.stored) continue;

@@ -11,6 +11,8 @@
 #include <c10/util/Half.h>
 #include <c10/util/accumulate.h>
 
+#include "executors/host/pointwise_ops.h"
+
 namespace torch_tpu::executors::host {
 namespace {
 
@@ -24,39 +26,6 @@ float read_scalar(const TensorSnapshot& snapshot) {
     case c10::kBFloat16: return static_cast<float>(*static_cast<const c10::BFloat16*>(data));
     case c10::kHalf: return static_cast<float>(*static_cast<const c10::Half*>(data));
     default: return *static_cast<const float*>(data);
-  }
-}
-
-bool has_alpha(PointwiseOpcode opcode) {
-  return opcode == PointwiseOpcode::kAdd || opcode == PointwiseOpcode::kSub ||
-         opcode == PointwiseOpcode::kAddcmul || opcode == PointwiseOpcode::kAddcdiv;
-}
-
-// On operands whose innermost dim is not contiguous, ATen's kernels take their scalar loop,
-// and on contiguous ones their vector loop; the register loop computes like the vector loop.
-// These ops give the same bits either way: one IEEE-rounded operation each (no fused
-// multiply-add, no choice between signed zeros), or for sqrt and exp the same vector function
-// in every layout (ATen copies strided operands through a buffer for them; vector_math.h).
-// So a cluster of strided tensors may run them in the register loop and still reproduce
-// Strict exactly. Sigmoid, silu and tanh may not: ATen's scalar loop computes them with
-// std::exp / std::tanh.
-bool layout_independent(const PointwiseExpression& expression) {
-  switch (expression.opcode) {
-    case PointwiseOpcode::kAdd:
-    case PointwiseOpcode::kSub:
-      return expression.alpha == 1.0f;
-    case PointwiseOpcode::kMul:
-    case PointwiseOpcode::kDiv:
-    case PointwiseOpcode::kNeg:
-    case PointwiseOpcode::kAbs:
-    case PointwiseOpcode::kReciprocal:
-    case PointwiseOpcode::kCube:
-    case PointwiseOpcode::kSqrt:
-    case PointwiseOpcode::kRsqrt:
-    case PointwiseOpcode::kExp:
-      return true;
-    default:
-      return false;
   }
 }
 
@@ -166,10 +135,15 @@ bool excess_precision() {
 
 bool pointwise_program_supports(const ClusterPlan& plan, const std::vector<const FusibleOp*>& ops) {
   for (const FusibleOp* op : ops) {
-    if (op->expression() == nullptr) return false;
+    const PointwiseExpression* expression = op->expression();
+    if (expression == nullptr) return false;
+    const PointwiseOpInfo& math = pointwise_op(expression->opcode);
+    if (expression->operands.size() != static_cast<size_t>(math.arity)) return false;
     // Not flat: some tensor is strided or broadcast (a reduction's rows never get here: a
     // reduction has no register form).
-    if (!plan.flat && !layout_independent(*op->expression())) return false;
+    if (!plan.flat && !math.form_for(pointwise_takes_alpha(math, expression->alpha)).layout_independent) {
+      return false;
+    }
     for (const FusedTensor& tensor : op->tensors()) {
       if (!floating(tensor.snapshot->dtype())) return false;
       // Blocks run in parallel: a written tensor must not reach one element twice (ATen
@@ -243,7 +217,7 @@ PointwiseProgram build_pointwise_program(const ClusterPlan& plan,
       instruction.operands.push_back(reg(operand.tensor, false));
       instruction.constant_slots.push_back(-1);
     }
-    if (has_alpha(expression.opcode) && expression.alpha != 1.0f) {
+    if (pointwise_takes_alpha(pointwise_op(expression.opcode), expression.alpha)) {
       instruction.alpha_slot = add_constant(expression.alpha);
     }
     instruction.output = reg(expression.output, true);

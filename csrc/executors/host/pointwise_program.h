@@ -25,13 +25,13 @@ struct PointwiseRegister {
 };
 
 struct PointwiseInstruction {
-  PointwiseOpcode opcode = PointwiseOpcode::kAdd;
+  PointwiseOpcode opcode = PointwiseOpcode::kAdd;  // its math: executors/host/pointwise_ops.h
   int output = -1;            // buffer
   std::vector<int> operands;  // per operand: buffer, or -1 for a constant
   // Per operand: the index in PointwiseProgram::constants of its value (operands that are
   // constants: scalars, clamp bounds, single-element tensors read at build time), else -1.
   std::vector<int> constant_slots;
-  int alpha_slot = -1;  // add/sub with alpha != 1: the constant holding alpha
+  int alpha_slot = -1;  // ops that take alpha, alpha != 1 (pointwise_takes_alpha): its constant
   c10::ScalarType dtype = c10::kFloat;  // the output's: results are rounded to it
 };
 

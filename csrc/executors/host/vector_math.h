@@ -31,6 +31,16 @@ struct VectorMath {
   InPlaceFn vectorized_tanh;
 };
 
+// A member's name, as generated kernels' copy of VectorMath spells it
+// (pointwise_codegen.cpp's prelude); null for a non-member.
+constexpr const char* vector_math_member_name(InPlaceFn VectorMath::* member) {
+  if (member == &VectorMath::exp) return "exp";
+  if (member == &VectorMath::vectorized_exp) return "vectorized_exp";
+  if (member == &VectorMath::sqrt) return "sqrt";
+  if (member == &VectorMath::vectorized_tanh) return "vectorized_tanh";
+  return nullptr;
+}
+
 // The implementations this CPU and torch build get, chosen once. Each falls back to std::exp
 // (std::sqrt) where torch lacks the library.
 const VectorMath& vector_math();

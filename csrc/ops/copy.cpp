@@ -1,0 +1,148 @@
+// Copies between host and chip, and between chips, plus reading one value back (.item()).
+// Host -> chip copies are queued (pageable sources are staged first, so the caller may reuse
+// them at once); chip -> host copies wait for the chip unless they are non_blocking into
+// pinned memory, exactly as CUDA behaves.
+#include <ATen/MemoryOverlap.h>
+#include <ATen/ops/empty.h>
+#include <ATen/ops/empty_strided.h>
+#include <c10/core/DeviceGuard.h>
+#include <torch/library.h>
+
+#include "engine/launch.h"
+#include "engine/program.h"
+#include "runtime/event.h"
+#include "executors/host/tensor_snapshot.h"
+#include "privateuse1/host_allocator.h"
+#include "ops/ir_recording.h"
+#include "ops/saved_recipes.h"
+#include "privateuse1/storage_resize.h"
+#include "privateuse1/tpu_tensor.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+using executors::host::TensorSnapshot;
+
+using privateuse1::is_tpu;
+
+bool is_pinned(const at::Tensor& tensor) {
+  return tensor.is_cpu() && privateuse1::is_pinned_ptr(tensor.storage().data());
+}
+
+void copy_host_to_chip(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  // A pinned source under non_blocking is read when the copy runs (the caller promised not to
+  // touch it); anything else is staged now so the caller may reuse its memory immediately.
+  const at::Tensor source = non_blocking && is_pinned(src) ? src : src.clone();
+  const TensorSnapshot target(dst);
+  constexpr const char* kName = "aten::copy_ (host to tpu)";
+  engine::launch_described(dst.device().index(), kName,
+                           [target, source] { target.cpu_view().copy_(source); },
+                           describe_tensors(kName, {{&dst, true}}));
+}
+
+void copy_chip_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
+  const TensorSnapshot source(src);
+  constexpr const char* kName = "aten::copy_ (tpu to host)";
+  const bool blocking = !(non_blocking && is_pinned(dst));
+  engine::launch_described(src.device().index(), kName,
+                           [source, dst] { dst.copy_(source.cpu_view()); },
+                           describe_tensors(kName, {{&src, false}}), blocking);
+  if (blocking) engine::sync_current_stream(src.device().index(), "copy_to_host");
+}
+
+// Fused mode: a fresh contiguous tensor filled by copying a same-shaped one on its chip holds
+// that tensor's clone (reshape copies a transposed tensor so), and autograd may keep a recipe
+// for it instead (ops/saved_recipes.h). A tensor already written (version > 0) is not
+// fresh: its copy_ was the user's, or it holds other data.
+void note_clone_for_recipes(const at::Tensor& src, const at::Tensor& dst) {
+  if (!saved_recipes_enabled() || src.device() != dst.device() ||
+      src.scalar_type() != dst.scalar_type() || src.sizes() != dst.sizes() || src.is_conj() ||
+      src.is_neg() || dst._version() != 0 || !dst.is_contiguous() || dst.storage_offset() != 0 ||
+      dst.nbytes() != dst.storage().nbytes()) {
+    return;
+  }
+  static const c10::OperatorHandle clone =
+      c10::Dispatcher::singleton().findSchemaOrThrow("aten::clone", "");
+  note_recomputable_result(
+      clone, {src, c10::IValue(static_cast<int64_t>(c10::MemoryFormat::Contiguous))}, dst);
+}
+
+void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
+  const TensorSnapshot source(src);
+  const TensorSnapshot target(dst);
+  const bool cross_chip = src.device() != dst.device();
+  if (cross_chip) {
+    // Different chips have different queues: let the source chip finish writing first.
+    engine::sync_current_stream(src.device().index(), "cross_chip_copy");
+  }
+  constexpr const char* kName = "aten::copy_ (tpu to tpu)";
+  engine::launch_described(dst.device().index(), kName,
+                           [source, target] { target.cpu_view().copy_(source.cpu_view()); },
+                           describe_tensors(kName, {{&src, false}, {&dst, true}}));
+  note_clone_for_recipes(src, dst);
+  if (cross_chip) {
+    // The source's block may be freed and reused on its own chip's queue at once: that queue
+    // must wait until the copy on the other chip has read it.
+    runtime::Event copied;
+    copied.record(engine::current_stream(dst.device().index()));
+    copied.block(engine::current_stream(src.device().index()));
+  }
+}
+
+at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
+  const at::Tensor& src = self;
+  if (dst.numel() == 0) return dst;
+  // ATen's copy_ hands tpu copies to us before its TensorIterator would check memory overlap,
+  // and the copy runs later on the chip's queue: check here, at the call, as on CUDA.
+  at::assert_no_internal_overlap(dst);
+  if (is_tpu(src) && is_tpu(dst)) at::assert_no_partial_overlap(dst, src);
+  const c10::DeviceGuard guard(is_tpu(dst) ? dst.device() : src.device());
+  if (is_tpu(src) && is_tpu(dst)) {
+    copy_chip_to_chip(src, dst);
+  } else if (is_tpu(dst)) {
+    TORCH_CHECK(src.is_cpu(), "copy_: cannot copy from ", src.device(), " to ", dst.device());
+    copy_host_to_chip(src, dst, non_blocking);
+  } else {
+    TORCH_CHECK(dst.is_cpu(), "copy_: cannot copy from ", src.device(), " to ", dst.device());
+    copy_chip_to_host(src, dst, non_blocking);
+  }
+  return dst;
+}
+
+at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
+  if (is_tpu(dst)) {
+    privateuse1::resize_tensor(dst, self.sizes(), std::nullopt);
+  } else {
+    dst.resize_(self.sizes());
+  }
+  return copy_from(self, dst, false);
+}
+
+at::Scalar local_scalar_dense(const at::Tensor& self) {
+  const c10::DeviceGuard guard(self.device());
+  engine::sync_current_stream(self.device().index(), "item");
+  return executors::host::cpu_view_now(self).item();
+}
+
+}  // namespace
+
+// The conjugate and negative views' fallbacks resolve a lazy bit by cloning, and a clone copies
+// through _copy_from again, forever. Copies honour the bits themselves instead: the CPU views
+// they run on carry them (TensorSnapshot, cpu_view_now), and CPU's copy_ applies them.
+TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, Negative, m) {
+  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
+  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
+}
+
+TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
+  m.impl("_copy_from", TORCH_FN(copy_from));
+  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
+  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
+}
+
+}  // namespace torch_tpu::ops

@@ -1,0 +1,99 @@
+#include "ops/op_plan.h"
+
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <unordered_map>
+
+#include "ops/cpu_output_rules.h"
+#include "ops/op_description.h"
+#include "ops/out_variants.h"
+#include "ops/structured_meta.h"
+
+namespace torch_tpu::ops {
+namespace {
+
+bool returns_need_data(const c10::FunctionSchema& schema) {
+  for (const auto& ret : schema.returns()) {
+    const auto kind = ret.type()->kind();
+    const bool tensor_like = kind == c10::TypeKind::TensorType ||
+                             ret.type()->isSubtypeOf(*c10::ListType::ofTensors()) ||
+                             ret.type()->isSubtypeOf(*c10::OptionalType::ofTensor());
+    if (!tensor_like) return true;  // a bool/int/float result is read from chip data
+  }
+  return false;
+}
+
+// Ops whose CPU kernels size some outputs differently from their Meta kernels (embedding_bag's
+// auxiliary outputs feed its CPU backward, so their CPU shapes must be kept): they run on the
+// synchronous fallback, where outputs take the CPU kernel's shapes.
+bool cpu_shapes_differ_from_meta(const std::string& name) {
+  return name == "aten::_embedding_bag" || name == "aten::_embedding_bag_forward_only";
+}
+
+bool is_scalar_type(const c10::TypePtr& type) {
+  // Exact kinds: `int` is a subtype of Scalar in the type system but shapes depend on it.
+  c10::TypePtr element = type;
+  if (element->kind() == c10::TypeKind::OptionalType) element = element->containedType(0);
+  if (element->kind() == c10::TypeKind::ListType) element = element->containedType(0);
+  return element->kind() == c10::TypeKind::NumberType;
+}
+
+bool is_optional_generator(const c10::TypePtr& type) {
+  return type->kind() == c10::TypeKind::OptionalType &&
+         type->containedType(0)->kind() == c10::TypeKind::GeneratorType;
+}
+
+std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema& schema = op.schema();
+  auto plan = std::make_unique<OpPlan>();
+  plan->name = schema.name();
+  if (!schema.overload_name().empty()) plan->name += "." + schema.overload_name();
+  plan->mutates_args = schema.is_mutable();
+  if (returns_need_data(schema) || cpu_shapes_differ_from_meta(schema.name())) {
+    plan->strategy = OpStrategy::kSyncFallback;
+  }
+  if (!plan->mutates_args && !out_variant_is_narrower(schema.name())) {
+    plan->out_variant = out_variant_of(op);
+  }
+  const auto& args = schema.arguments();
+  for (size_t i = 0; i < args.size(); ++i) {
+    plan->scalar_args.push_back(is_scalar_type(args[i].type()));
+    if (is_optional_generator(args[i].type())) plan->generator_args.push_back(i);
+  }
+  const std::string& name = schema.name();
+  plan->scalar_values_shape_outputs = name == "aten::arange" || name == "aten::range" ||
+                                      name == "aten::linspace" || name == "aten::logspace";
+  plan->pointwise = is_pointwise_op(name) && plan->generator_args.empty();
+  plan->may_write_overlapping_elements = name.rfind("aten::masked_fill", 0) == 0;
+  for (const auto& arg : args) {
+    const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+    plan->written_args.push_back(written);
+    plan->out_args.push_back(written && arg.kwarg_only());
+  }
+  plan->shape_function = structured_meta_kernel(op.operator_name());
+  plan->accepts_cpu_tensors = name == "aten::index" || name == "aten::index_put_" ||
+                              name == "aten::_index_put_impl_" || name == "aten::index_put";
+  return plan;
+}
+
+std::shared_mutex g_mutex;
+// Keyed by schema address: stable while the op is registered, and cheap to hash per call.
+std::unordered_map<const c10::FunctionSchema*, std::unique_ptr<OpPlan>> g_plans;
+
+}  // namespace
+
+OpPlan& plan_of(const c10::OperatorHandle& op) {
+  const c10::FunctionSchema* key = &op.schema();
+  {
+    std::shared_lock<std::shared_mutex> lock(g_mutex);
+    auto it = g_plans.find(key);
+    if (it != g_plans.end()) return *it->second;
+  }
+  auto plan = make_plan(op);
+  std::unique_lock<std::shared_mutex> lock(g_mutex);
+  auto [it, inserted] = g_plans.emplace(key, std::move(plan));
+  return *it->second;
+}
+
+}  // namespace torch_tpu::ops

@@ -1,0 +1,96 @@
+// Fused mode's rematerialization of saved activations. Autograd keeps the tensors backward
+// needs; in fused mode many of them are results of cheap pointwise ops (a norm's scaled input,
+// SwiGLU's silu(x) and product) whose inputs autograd keeps anyway. For those, autograd's
+// saved-tensor hooks (python/torch_tpu/_saved_recipes.py) keep a *recipe* instead, the op and
+// its input tensors, and backward recomputes the value (recorded and fused like any op). The
+// tensor itself then dies with the forward's temporaries, and lazy allocation
+// (runtime/lazy_buffers.h) means it often never takes chip memory at all.
+//
+// A recipe is made only when every input is kept anyway (saved by autograd itself, a view of
+// such a tensor, or itself kept as a recipe), so holding the inputs costs no memory, and an
+// in-place change to one raises in backward in Strict as well; and only when neither the value
+// nor its inputs were modified in place since it was computed.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <utility>
+#include <vector>
+
+#include <ATen/core/Tensor.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+
+#include "ops/boxed_args.h"
+
+namespace torch_tpu::ops {
+
+// Whether recipes are being made (the Python hooks are installed, fused mode).
+bool saved_recipes_enabled();
+void set_saved_recipes_enabled(bool enabled);
+
+// Notes that `output` is the fresh result of the deterministic, cheap `op` on `args` (a
+// pointwise op, or a clone), so that autograd may later keep a recipe for it. Holds no strong
+// reference to any tensor.
+void note_recomputable_result(const c10::OperatorHandle& op, BoxedArgs args,
+                           const at::Tensor& output);
+
+// Sizes, strides and storage offset of a tensor.
+struct TensorGeometry {
+  std::vector<int64_t> sizes;
+  std::vector<int64_t> strides;
+  int64_t offset = 0;
+  bool operator==(const TensorGeometry&) const = default;
+};
+
+// A saved tensor as `op` applied to `args`, then viewed as `view`.
+struct SavedRecipe {
+  struct NestedInput {
+    size_t arg;                           // which argument
+    std::shared_ptr<const SavedRecipe> recipe;
+    TensorGeometry geometry;              // the argument as a view of the recipe's result
+  };
+  std::optional<c10::OperatorHandle> op;  // always set
+  torch::jit::Stack args;  // kept tensors in place; nested inputs are None until recomputed
+  std::vector<NestedInput> nested;
+  struct ViewInput {
+    size_t arg;
+    at::Tensor base;          // kept anyway; the argument was a view of it that has died
+    TensorGeometry geometry;  // the argument, as a view of `base`'s storage
+    uint32_t version;         // shared by a view and its base
+  };
+  std::vector<ViewInput> views;
+  std::vector<std::pair<size_t, uint32_t>> versions;  // kept tensor arguments' versions
+  TensorGeometry result;  // the op's result as it was computed
+  TensorGeometry view;    // the saved tensor, a view of that result's storage
+  // The saved tensor's version counter (shared with its views, alive after them) and its
+  // version when saved: modifying it in place afterwards raises in backward, as in Strict.
+  std::optional<c10::VariableVersion> counter;
+  uint32_t version = 0;
+};
+
+// What autograd should keep for `saved` (any device: the hooks are autograd's default ones): a
+// recipe if one can be made (see above), else a detached alias of `saved`, as autograd itself
+// keeps a saved tensor, noted as kept so that later recipes may use it as an input. Never
+// `saved` itself: it may be the op's own result, whose grad_fn holds what is kept, and the
+// graph would then live in a reference cycle until the garbage collector found it.
+struct KeptForBackward {
+  std::shared_ptr<const SavedRecipe> recipe;  // or null, and then:
+  at::Tensor tensor;
+};
+KeptForBackward keep_for_backward(const at::Tensor& saved);
+
+// The saved tensor again: its op run on its inputs, recorded like any op, under the caller's
+// grad mode (so double backward differentiates through the recomputation). Raises autograd's
+// in-place modification error if an input changed since.
+at::Tensor recompute(const SavedRecipe& recipe);
+
+// Counts for tests: recipes made (autograd kept no tensor) and recomputations run.
+struct SavedRecipeStats {
+  int64_t recipes = 0;
+  int64_t recomputed = 0;
+};
+SavedRecipeStats saved_recipe_stats();
+
+}  // namespace torch_tpu::ops

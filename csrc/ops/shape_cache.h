@@ -1,0 +1,61 @@
+// The Strict-mode program cache for one-op programs (DESIGN §2): what an op's Meta kernel
+// said about its outputs, keyed by the op and its inputs' structure (dtypes, sizes, strides,
+// non-tensor arguments). A training loop repeats the same ops on the same shapes, so after the
+// first step no op pays for shape inference (PyTorch's Meta kernels for many ops are Python).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include <ATen/core/dispatch/Dispatcher.h>
+#include <ATen/core/stack.h>
+#include <c10/util/SmallVector.h>
+
+#include "ops/boxed_args.h"
+#include "ops/op_plan.h"
+
+namespace torch_tpu::ops {
+
+// How to make one returned tensor.
+struct TensorSpec {
+  enum class Kind { kUndefined, kFresh, kMutatedArgument, kViewOfArgument };
+  Kind kind = Kind::kUndefined;
+  c10::SmallVector<int64_t, 5> sizes;
+  c10::SmallVector<int64_t, 5> strides;
+  int64_t storage_offset = 0;  // kViewOfArgument: offset relative to the base's
+  c10::ScalarType dtype = c10::ScalarType::Undefined;
+  int position = -1;  // kMutatedArgument: flattened tensor position; kViewOfArgument: arg index
+};
+
+// One return of the op: None, a tensor, or a list of tensors. A cached entry holding a single
+// kSyncFallback says calls of this structure need data (the Meta kernel cannot shape them).
+struct ReturnSpec {
+  enum class Kind { kNone, kTensor, kTensorList, kSyncFallback };
+  Kind kind = Kind::kNone;
+  std::vector<TensorSpec> tensors;  // one for kTensor
+};
+
+using OutputSpecs = std::vector<ReturnSpec>;
+
+// The structural key of a call: op identity (its plan) plus every argument's structure.
+using CallSignature = std::vector<int64_t>;
+CallSignature call_signature(const OpPlan& plan, BoxedArgs args);
+
+// Thread-safe lookup/insert. A full cache is cleared (it only ever holds re-derivable data).
+// Entries are immutable and shared, so a hit costs a refcount, not a copy.
+using SharedOutputSpecs = std::shared_ptr<const OutputSpecs>;
+SharedOutputSpecs lookup_output_specs(const CallSignature& signature);  // nullptr on a miss
+void store_output_specs(CallSignature signature, SharedOutputSpecs specs);
+
+struct ShapeCacheStats {
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t entries = 0;
+};
+ShapeCacheStats shape_cache_stats();
+// Zeroes the hit/miss counters (entries stay cached).
+void reset_shape_cache_stats();
+
+}  // namespace torch_tpu::ops
