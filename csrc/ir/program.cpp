@@ -19,89 +19,29 @@ int64_t TensorType::extent_bytes() const {
   return (last + 1) * element;
 }
 
-Argument Argument::tensor(ValueId value) {
-  Argument arg;
-  arg.kind = Kind::kTensor;
-  arg.integer = value;
-  return arg;
-}
-
+Argument Argument::tensor(ValueId value) { return {.kind = Kind::kTensor, .integer = value}; }
 Argument Argument::tensor_list(std::vector<int64_t> values) {
-  Argument arg;
-  arg.kind = Kind::kTensorList;
-  arg.list = std::move(values);
-  return arg;
+  return {.kind = Kind::kTensorList, .list = std::move(values)};
 }
-
-Argument Argument::boolean(bool value) {
-  Argument arg;
-  arg.kind = Kind::kBool;
-  arg.integer = value ? 1 : 0;
-  return arg;
-}
-
-Argument Argument::int_value(int64_t value) {
-  Argument arg;
-  arg.kind = Kind::kInt;
-  arg.integer = value;
-  return arg;
-}
-
-Argument Argument::double_value(double value) {
-  Argument arg;
-  arg.kind = Kind::kDouble;
-  arg.real = value;
-  return arg;
-}
-
+Argument Argument::boolean(bool value) { return {.kind = Kind::kBool, .integer = value ? 1 : 0}; }
+Argument Argument::int_value(int64_t value) { return {.kind = Kind::kInt, .integer = value}; }
+Argument Argument::double_value(double value) { return {.kind = Kind::kDouble, .real = value}; }
 Argument Argument::complex_value(double real, double imag) {
-  Argument arg;
-  arg.kind = Kind::kComplex;
-  arg.real = real;
-  arg.imag = imag;
-  return arg;
+  return {.kind = Kind::kComplex, .real = real, .imag = imag};
 }
-
-Argument Argument::scalar_value(ScalarValue value) {
-  Argument arg;
-  arg.kind = Kind::kScalar;
-  arg.scalar = value;
-  return arg;
-}
-
+Argument Argument::scalar_value(ScalarValue value) { return {.kind = Kind::kScalar, .scalar = value}; }
 Argument Argument::int_list(std::vector<int64_t> values) {
-  Argument arg;
-  arg.kind = Kind::kIntList;
-  arg.list = std::move(values);
-  return arg;
+  return {.kind = Kind::kIntList, .list = std::move(values)};
 }
-
 Argument Argument::bool_list(std::vector<int64_t> values) {
-  Argument arg;
-  arg.kind = Kind::kBoolList;
-  arg.list = std::move(values);
-  return arg;
+  return {.kind = Kind::kBoolList, .list = std::move(values)};
 }
-
 Argument Argument::double_list(std::vector<double> values) {
-  Argument arg;
-  arg.kind = Kind::kDoubleList;
-  arg.reals = std::move(values);
-  return arg;
+  return {.kind = Kind::kDoubleList, .reals = std::move(values)};
 }
-
-Argument Argument::string(std::string value) {
-  Argument arg;
-  arg.kind = Kind::kString;
-  arg.text = std::move(value);
-  return arg;
-}
-
+Argument Argument::string(std::string value) { return {.kind = Kind::kString, .text = std::move(value)}; }
 Argument Argument::dtype(DType value) {
-  Argument arg;
-  arg.kind = Kind::kDType;
-  arg.integer = static_cast<int64_t>(value);
-  return arg;
+  return {.kind = Kind::kDType, .integer = static_cast<int64_t>(value)};
 }
 
 Argument Argument::enum_value(Kind kind, int64_t value) {
@@ -109,10 +49,7 @@ Argument Argument::enum_value(Kind kind, int64_t value) {
       kind != Kind::kGenerator) {
     throw std::invalid_argument("Argument::enum_value: not an enum-valued kind");
   }
-  Argument arg;
-  arg.kind = kind;
-  arg.integer = value;
-  return arg;
+  return {.kind = kind, .integer = value};
 }
 
 StorageId Program::add_storage(int64_t bytes, bool external, bool live_out, bool on_host) {
