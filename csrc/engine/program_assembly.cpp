@@ -1,7 +1,8 @@
 #include "engine/program_assembly.h"
 
 #include <algorithm>
-#include <unordered_map>
+#include <bit>
+#include <cstdint>
 #include <utility>
 
 #include "engine/program.h"
@@ -20,9 +21,46 @@ size_t layout_hash(ir::StorageId storage, const ir::TensorType& type) {
   return hash;
 }
 
+// Open-addressing tables: a flush assembles hundreds of nodes on the recording thread, and
+// node-based maps allocated for every storage and value.
+class StorageIds {
+ public:
+  void reset(size_t most) {
+    size_t size = 64;
+    while (size < 2 * most) size *= 2;
+    slots_.assign(size, Slot{});
+  }
+  // The id stored for `identity`, or -1; `insert` stores `id` if absent.
+  ir::StorageId find(const void* identity, ir::StorageId insert = -1) {
+    const size_t mask = slots_.size() - 1;
+    size_t i = ((reinterpret_cast<uintptr_t>(identity) >> 4) * 0x9E3779B97F4A7C15ull >> 7) & mask;
+    while (slots_[i].identity != nullptr && slots_[i].identity != identity) i = (i + 1) & mask;
+    if (slots_[i].identity == nullptr && insert >= 0) slots_[i] = Slot{identity, insert};
+    return slots_[i].identity == identity ? slots_[i].id : -1;
+  }
+
+ private:
+  struct Slot {
+    const void* identity = nullptr;
+    ir::StorageId id = -1;
+  };
+  std::vector<Slot> slots_;
+};
+
 class Assembler {
  public:
-  explicit Assembler(bool with_issue_sites) : with_issue_sites_(with_issue_sites) {}
+  Assembler(const std::vector<runtime::PendingTask>& pending, bool with_issue_sites)
+      : with_issue_sites_(with_issue_sites) {
+    size_t tensors = 0;
+    for (const runtime::PendingTask& task : pending) {
+      if (const OpDescription* description = description_of(task)) tensors += description->node_tensors.size();
+    }
+    storage_ids_.reset(tensors);
+    buckets_.assign(std::max<size_t>(64, std::bit_ceil(2 * tensors + 1)), -1);
+    program_.nodes.reserve(pending.size());
+    program_.values.reserve(tensors);
+    program_.storages.reserve(tensors);
+  }
 
   void add(const runtime::PendingTask& task) {
     const OpDescription* description = description_of(task);
@@ -32,10 +70,10 @@ class Assembler {
       finish_node(std::move(node), task);
       return;
     }
-    note_liveness(*description);
     const std::vector<NodeTensor>& tensors = description->node_tensors;
     std::vector<ir::StorageId> storages(tensors.size());
     for (size_t slot = 0; slot < tensors.size(); ++slot) storages[slot] = storage_of(tensors[slot]);
+    note_liveness(*description);
     ir::Node node = description->node;
     for (ir::Argument& arg : node.args) {
       if (arg.kind == ir::Argument::Kind::kTensor) {
@@ -62,8 +100,7 @@ class Assembler {
 
   ir::Program finish() {
     for (size_t s = 0; s < program_.storages.size(); ++s) {
-      const auto found = live_.find(identities_[s]);
-      program_.storages[s].live_out = program_.storages[s].on_host || (found != live_.end() && found->second);
+      program_.storages[s].live_out = program_.storages[s].on_host || live_[s];
     }
     return std::move(program_);
   }
@@ -77,46 +114,55 @@ class Assembler {
   // A storage is live while any weak reference to it has not expired.
   void note_liveness(const OpDescription& description) {
     for (const auto& ref : description.storages) {
-      bool& live = live_[ref.id()];
-      live = live || !ref.storage.expired();
+      const ir::StorageId storage = storage_ids_.find(ref.id());
+      if (storage >= 0 && !live_[static_cast<size_t>(storage)]) {
+        live_[static_cast<size_t>(storage)] = !ref.storage.expired();
+      }
     }
   }
 
   ir::StorageId storage_of(const NodeTensor& tensor) {
-    const auto [found, added] = storage_ids_.emplace(tensor.storage, 0);
-    if (added) {
-      found->second = program_.add_storage(tensor.storage_bytes, /*external=*/!tensor.fresh,
-                                           /*live_out=*/false, tensor.on_host);
-      identities_.push_back(tensor.storage);
+    const auto next = static_cast<ir::StorageId>(program_.storages.size());
+    const ir::StorageId id = storage_ids_.find(tensor.storage, next);
+    if (id == next) {
+      program_.add_storage(tensor.storage_bytes, /*external=*/!tensor.fresh, /*live_out=*/false,
+                           tensor.on_host);
+      live_.push_back(false);
     } else {
       // An op of the program may have grown the storage (resize_, an out= argument).
-      int64_t& bytes = program_.storages[static_cast<size_t>(found->second)].bytes;
+      int64_t& bytes = program_.storages[static_cast<size_t>(id)].bytes;
       bytes = std::max(bytes, tensor.storage_bytes);
     }
-    return found->second;
+    return id;
   }
 
   // The value naming this layout of the slot's storage: the latest defined, else a new input.
   ir::ValueId value_of(const std::vector<NodeTensor>& tensors,
                        const std::vector<ir::StorageId>& storages, size_t slot) {
     const ir::TensorType& type = tensors[slot].type;
-    std::vector<ir::ValueId>& bucket = values_[layout_hash(storages[slot], type)];
-    for (const ir::ValueId value : bucket) {
-      if (names(value, storages[slot], type)) return value;
+    const size_t bucket = layout_hash(storages[slot], type) & (buckets_.size() - 1);
+    for (ir::ValueId value = buckets_[bucket]; value >= 0; value = next_in_bucket_[static_cast<size_t>(value)]) {
+      if (current_[static_cast<size_t>(value)] && names(value, storages[slot], type)) return value;
     }
-    const ir::ValueId value = program_.add_input(type, storages[slot]);
-    bucket.push_back(value);
-    return value;
+    return add_to_bucket(program_.add_input(type, storages[slot]), bucket);
   }
 
   // A value the last node returns; later reads of its layout name it.
   ir::ValueId define(const std::vector<NodeTensor>& tensors,
                      const std::vector<ir::StorageId>& storages, size_t slot) {
     const ir::TensorType& type = tensors[slot].type;
-    std::vector<ir::ValueId>& bucket = values_[layout_hash(storages[slot], type)];
-    std::erase_if(bucket, [&](ir::ValueId value) { return names(value, storages[slot], type); });
-    const ir::ValueId value = program_.add_return(type, storages[slot], /*append_to_returns=*/false);
-    bucket.push_back(value);
+    const size_t bucket = layout_hash(storages[slot], type) & (buckets_.size() - 1);
+    for (ir::ValueId value = buckets_[bucket]; value >= 0; value = next_in_bucket_[static_cast<size_t>(value)]) {
+      if (names(value, storages[slot], type)) current_[static_cast<size_t>(value)] = false;
+    }
+    return add_to_bucket(
+        program_.add_return(type, storages[slot], /*append_to_returns=*/false), bucket);
+  }
+
+  ir::ValueId add_to_bucket(ir::ValueId value, size_t bucket) {
+    next_in_bucket_.push_back(buckets_[bucket]);
+    current_.push_back(true);
+    buckets_[bucket] = value;
     return value;
   }
 
@@ -146,17 +192,20 @@ class Assembler {
 
   const bool with_issue_sites_;
   ir::Program program_;
-  std::unordered_map<const void*, ir::StorageId> storage_ids_;
-  std::vector<const void*> identities_;  // per storage id
-  std::unordered_map<const void*, bool> live_;
-  std::unordered_map<size_t, std::vector<ir::ValueId>> values_;  // by layout_hash
+  StorageIds storage_ids_;
+  std::vector<bool> live_;  // per storage id: a tensor still refers to it
+  // Values by layout: chains through next_in_bucket_, newest first. A value a later node's
+  // return replaced (same storage and layout) is no longer current.
+  std::vector<ir::ValueId> buckets_;
+  std::vector<ir::ValueId> next_in_bucket_;
+  std::vector<bool> current_;
 };
 
 }  // namespace
 
 ir::Program assemble_program(const std::vector<runtime::PendingTask>& pending,
                              bool with_issue_sites) {
-  Assembler assembler(with_issue_sites);
+  Assembler assembler(pending, with_issue_sites);
   for (const runtime::PendingTask& task : pending) assembler.add(task);
   return assembler.finish();
 }

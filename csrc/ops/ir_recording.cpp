@@ -180,6 +180,7 @@ void record_node(const c10::FunctionSchema& schema, const OpPlan& plan, BoxedArg
   node.op = plan.name;
   const auto& schema_args = schema.arguments();
   node.args.reserve(args.size());
+  description.node_tensors.reserve(args.size() + results.size());
   for (size_t i = 0; i < args.size(); ++i) node.args.push_back(recorder.argument(schema_args[i], args[i], i));
   node.returns.reserve(results.size());
   for (const c10::IValue& value : results) node.returns.push_back(recorder.result(value, fresh));
