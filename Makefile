@@ -41,6 +41,8 @@ bench: build
 	$(PY) benchmarks/demo_training.py
 	$(PY) benchmarks/fused_elementwise.py
 	$(PY) benchmarks/fused_demo.py
+	$(PY) benchmarks/first_step.py
+	$(PY) benchmarks/co_tenant.py
 	$(PY) benchmarks/collectives.py
 	$(PY) benchmarks/ddp_scaling.py
 
