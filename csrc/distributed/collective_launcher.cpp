@@ -12,6 +12,7 @@
 #include <c10/util/Exception.h>
 
 #include "distributed/tpu_dist_work.h"
+#include "engine/deferral.h"
 #include "engine/launch.h"
 #include "engine/mode.h"
 #include "executors/host/tensor_snapshot.h"
@@ -179,7 +180,7 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
   runtime::Stream& caller = engine::current_stream(device);
   runtime::Stream& communication = communication_stream(device);
   // Fused mode: the ops that produce the inputs run now, as a program (DESIGN §4).
-  caller.flush("collective");
+  engine::flush(caller, "collective");
   // A caller stream with nothing queued has produced the inputs already, and one whose work
   // the communication stream's order covers (caller_coverage.h) will have: no mark to wait for
   // (saves two hand-offs between threads per collective). A failure it kept still travels:
@@ -215,7 +216,6 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
       });
   runtime::Event done;
   done.record(communication);
-  communication.flush("collective");  // a collective is never deferred: peers are waiting
   auto work = c10::make_intrusive<TpuDistWork>(rank_, collective.op, collective.name, device,
                                                std::move(done), collective.outputs,
                                                c10_stream(device, communication), signature.sequence,
@@ -230,6 +230,9 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(PointToPoint op) {
   const int device = op.tensor.device().index();
   runtime::Stream& caller = engine::current_stream(device);
   runtime::Stream& communication = communication_stream(device);
+  // Fused mode: the ops before it run now, as a program; a point-to-point op is never
+  // deferred, for the peer is waiting.
+  engine::flush(caller, "collective");
   auto posting = std::make_shared<Posting>();
   const std::string what = std::string(op.name) + " on rank " + std::to_string(rank_);
   caller.enqueue(op.name, [posting, what, transport = transport_,
@@ -249,8 +252,6 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(PointToPoint op) {
   });
   runtime::Event done;
   done.record(communication);
-  caller.flush("collective");
-  communication.flush("collective");
   auto work = c10::make_intrusive<TpuDistWork>(
       rank_, op.op, op.name, device, std::move(done), std::vector<at::Tensor>{op.tensor},
       c10_stream(device, communication), /*sequence=*/0, coverage_);

@@ -6,6 +6,7 @@
 #include <c10/core/StreamGuard.h>
 #include <c10/util/Exception.h>
 
+#include "engine/deferral.h"
 #include "engine/launch.h"
 
 namespace torch_tpu::distributed {
@@ -72,7 +73,7 @@ void TpuDistWork::synchronize() { blockCurrentStream(); }
 void TpuDistWork::blockCurrentStream() {
   runtime::Stream& caller = engine::current_stream(device_);
   const uint64_t before = caller.queued_count();
-  done_.block(caller);
+  engine::block_on_event(done_, caller);
   coverage_->waited(caller, before, caller.queued_count());
 }
 

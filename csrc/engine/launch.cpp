@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 #include <omp.h>
 
+#include "engine/deferral.h"
 #include "engine/issue_sites.h"
 #include "engine/metrics.h"
 #include "engine/mode.h"
@@ -122,15 +123,18 @@ runtime::Stream& current_stream(int device) {
 
 void launch(int device, const char* op_name, runtime::Task task) {
   runtime::Stream& stream = current_stream(device);
-  stream.enqueue(op_name, std::move(task), /*description=*/nullptr, /*program_boundary=*/false,
-                 current_issue_site());
+  if (current_policy().defers_ops()) {
+    defer(stream, PendingOp{op_name, current_issue_site(), std::move(task), nullptr, {}});
+  } else {
+    stream.enqueue(op_name, std::move(task), current_issue_site());
+  }
   count_op_launched();
   if (current_policy().waits_for_each_op()) sync_stream(stream, "debug_mode");
 }
 
 void sync_stream(runtime::Stream& stream, const char* reason) {
   count_sync(reason);
-  translate_errors([&] { blocking_wait([&] { stream.synchronize(reason); }); });
+  translate_errors([&] { blocking_wait([&] { synchronize_stream(stream, reason); }); });
 }
 
 void sync_current_stream(int device, const char* reason) {
@@ -140,7 +144,7 @@ void sync_current_stream(int device, const char* reason) {
 void sync_device(int device, const char* reason) {
   count_sync(reason);
   runtime::Chip& target = chip(device);
-  target.flush(reason);
+  flush_chip(device, reason);
   translate_errors([&] { blocking_wait([&] { target.synchronize(); }); });
 }
 

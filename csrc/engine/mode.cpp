@@ -9,7 +9,6 @@
 #include "engine/modes/debug_mode.h"
 #include "engine/modes/fused_mode.h"
 #include "engine/modes/strict_mode.h"
-#include "runtime/stream.h"
 
 namespace torch_tpu::engine {
 namespace {
@@ -57,9 +56,7 @@ const ModePolicy& mode_from_env() {
 
 std::atomic<const ModePolicy*>& policy_slot() {
   static std::atomic<const ModePolicy*> policy{[] {
-    const ModePolicy& initial = mode_from_env();
-    runtime::set_deferral(initial.defers_ops());
-    return &initial;
+    return &mode_from_env();
   }()};
   return policy;
 }
@@ -76,7 +73,6 @@ const ModePolicy& current_policy() { return *policy_slot().load(std::memory_orde
 void set_mode(const std::string& name) {
   const ModePolicy& policy = parse_mode(name);
   policy_slot().store(&policy);
-  runtime::set_deferral(policy.defers_ops());
 }
 
 std::vector<std::string> mode_names() {

@@ -1,6 +1,6 @@
-// Recorded ops (DESIGN §2, §4). In fused mode a stream keeps the ops issued on it pending
-// (runtime/stream.h), each with its description: its IR node, the storages it touches and the
-// work its executor recorded. A flush assembles them into one IR program
+// Recorded ops (DESIGN §2, §4). In fused mode the engine keeps the ops issued on a stream
+// pending (engine/deferral.h), each with its description: its IR node, the storages it
+// touches and the work its executor recorded. A flush assembles them into one IR program
 // (engine/program_assembly.h), whose structure keys the executor's plan cache; the host
 // executor plans and runs it.
 #pragma once
@@ -13,6 +13,7 @@
 #include <c10/core/StorageImpl.h>
 #include <c10/util/intrusive_ptr.h>
 
+#include "engine/deferral.h"
 #include "executors/executor.h"
 #include "ir/program.h"
 #include "runtime/stream.h"
@@ -54,12 +55,10 @@ struct OpDescription {
   std::shared_ptr<const executors::RecordedWork> work;
 };
 
-inline const OpDescription* description_of(const runtime::PendingTask& task) {
-  return static_cast<const OpDescription*>(task.description.get());
-}
+inline const OpDescription* description_of(const PendingOp& op) { return op.description.get(); }
 
-// Queues `task` on the current stream of `device` with a description for the planner (the
-// description is dropped outside fused mode). See engine::launch. Contract: in fused mode a
+// Queues `task` on the current stream of `device`, or, in fused mode, holds it back with a
+// description for the planner (dropped outside fused mode). See engine::launch. Contract: in fused mode a
 // task that reads chip memory carries a description naming the storages it touches; the
 // planner treats any other task (bar the runtime's event tasks) as reading anything.
 // `host_waits_next`: the caller synchronizes the stream right after (a blocking copy to the

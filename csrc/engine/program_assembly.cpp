@@ -49,10 +49,10 @@ class StorageIds {
 
 class Assembler {
  public:
-  Assembler(const std::vector<runtime::PendingTask>& pending, bool with_issue_sites)
+  Assembler(const std::vector<engine::PendingOp>& pending, bool with_issue_sites)
       : with_issue_sites_(with_issue_sites) {
     size_t tensors = 0;
-    for (const runtime::PendingTask& task : pending) {
+    for (const engine::PendingOp& task : pending) {
       if (const OpDescription* description = description_of(task)) tensors += description->node_tensors.size();
     }
     storage_ids_.reset(tensors);
@@ -62,7 +62,7 @@ class Assembler {
     program_.storages.reserve(tensors);
   }
 
-  void add(const runtime::PendingTask& task) {
+  void add(const engine::PendingOp& task) {
     const OpDescription* description = description_of(task);
     if (description == nullptr) {
       ir::Node node;
@@ -106,7 +106,7 @@ class Assembler {
   }
 
  private:
-  void finish_node(ir::Node node, const runtime::PendingTask& task) {
+  void finish_node(ir::Node node, const engine::PendingOp& task) {
     if (with_issue_sites_ && task.issued_at != nullptr) node.issued_at = task.issued_at;
     program_.add_node(std::move(node));
   }
@@ -203,10 +203,10 @@ class Assembler {
 
 }  // namespace
 
-ir::Program assemble_program(const std::vector<runtime::PendingTask>& pending,
+ir::Program assemble_program(const std::vector<engine::PendingOp>& pending,
                              bool with_issue_sites) {
   Assembler assembler(pending, with_issue_sites);
-  for (const runtime::PendingTask& task : pending) assembler.add(task);
+  for (const engine::PendingOp& task : pending) assembler.add(task);
   return assembler.finish();
 }
 

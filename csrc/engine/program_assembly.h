@@ -6,15 +6,15 @@
 
 #include <vector>
 
+#include "engine/deferral.h"
 #include "ir/program.h"
-#include "runtime/stream.h"
 
 namespace torch_tpu::engine {
 
 // Storages are external unless an op of the program allocated them (NodeTensor::fresh), and
 // live out while a tensor still refers to them (their weak references, at the time of the
 // call). `with_issue_sites`: copy each op's issue site into its node (for dumps only).
-ir::Program assemble_program(const std::vector<runtime::PendingTask>& pending,
+ir::Program assemble_program(const std::vector<PendingOp>& pending,
                              bool with_issue_sites = false);
 
 }  // namespace torch_tpu::engine

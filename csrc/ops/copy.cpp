@@ -8,6 +8,7 @@
 #include <c10/core/DeviceGuard.h>
 #include <torch/library.h>
 
+#include "engine/deferral.h"
 #include "engine/launch.h"
 #include "engine/program.h"
 #include "runtime/event.h"
@@ -84,8 +85,8 @@ void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
     // The source's block may be freed and reused on its own chip's queue at once: that queue
     // must wait until the copy on the other chip has read it.
     runtime::Event copied;
-    copied.record(engine::current_stream(dst.device().index()));
-    copied.block(engine::current_stream(src.device().index()));
+    engine::record_mark(copied, engine::current_stream(dst.device().index()));
+    engine::block_on_event(copied, engine::current_stream(src.device().index()));
   }
 }
 

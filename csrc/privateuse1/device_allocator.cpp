@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine/deferral.h"
 #include "engine/launch.h"
 #include "engine/mode.h"
 #include "executors/host/tensor_snapshot.h"
@@ -18,7 +19,9 @@ void delete_device_buffer(void* context) {
   if (chip == nullptr) return;
   if (chip->lazy_buffers().owns(address)) {
     // Queued or pending work may still reach it: released in its stream's order.
-    chip->release_lazy_in_stream_order(address);
+    runtime::LazyBuffers& lazy = chip->lazy_buffers();
+    engine::after_issued_work(chip->stream(lazy.owner_stream(address)),
+                              [&lazy, address] { lazy.release(address); });
   } else {
     chip->allocator().free(address);
   }

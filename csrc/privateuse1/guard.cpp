@@ -1,5 +1,6 @@
 #include "privateuse1/guard.h"
 
+#include "engine/deferral.h"
 #include "engine/launch.h"
 #include "privateuse1/device_allocator.h"
 #include "runtime/event.h"
@@ -111,12 +112,12 @@ void TpuGuardImpl::record(void** event, const Stream& stream, c10::DeviceIndex d
   if (runtime_event == nullptr) {
     runtime_event = new runtime::Event(flag == c10::EventFlag::BACKEND_DEFAULT);
   }
-  runtime_event->record(runtime_stream(stream));
+  engine::record_mark(*runtime_event, runtime_stream(stream));
 }
 
 void TpuGuardImpl::block(void* event, const Stream& stream) const {
   if (event == nullptr) return;
-  static_cast<runtime::Event*>(event)->block(runtime_stream(stream));
+  engine::block_on_event(*static_cast<runtime::Event*>(event), runtime_stream(stream));
 }
 
 bool TpuGuardImpl::queryEvent(void* event) const {
@@ -126,8 +127,10 @@ bool TpuGuardImpl::queryEvent(void* event) const {
 void TpuGuardImpl::synchronizeEvent(void* event) const {
   if (event == nullptr) return;
   // A failure before the mark on its stream is raised here, as CUDA raises a kernel's error.
-  engine::translate_errors([event] {
-    engine::blocking_wait([event] { static_cast<runtime::Event*>(event)->synchronize(); });
+  const auto* runtime_event = static_cast<runtime::Event*>(event);
+  engine::flush_recording_stream(*runtime_event, "event_synchronize");
+  engine::translate_errors([runtime_event] {
+    engine::blocking_wait([runtime_event] { runtime_event->synchronize(); });
   });
 }
 

@@ -7,6 +7,7 @@
 
 #include <ATen/core/CachingHostAllocator.h>
 
+#include "engine/deferral.h"
 #include "engine/launch.h"
 #include "runtime/event.h"
 
@@ -39,7 +40,7 @@ struct TpuHostAllocatorImpl final : public at::CachingHostAllocatorImpl<c10::Str
 
   void record_stream(std::optional<std::vector<EventPtr>>& events, c10::Stream stream) override {
     auto event = std::make_shared<runtime::Event>();
-    event->record(engine::chip(stream.device_index()).stream(stream.id()));
+    engine::record_mark(*event, engine::chip(stream.device_index()).stream(stream.id()));
     events->push_back(std::move(event));
   }
 

@@ -2,8 +2,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "engine/deferral.h"
 #include "engine/mode.h"
 #include "executors/host/kernel_compiler.h"
+#include "executors/host/program_run.h"
 #include "runtime/chip.h"
 
 namespace torch_tpu::python {
@@ -11,6 +13,11 @@ namespace torch_tpu::python {
 namespace py = pybind11;
 
 void init_modes(py::module_& m) {
+  // The layers meet here: the engine's flushes plan programs with the host executor, and the
+  // runtime's allocator marks wait behind the engine's deferred ops.
+  engine::set_program_runner(&executors::host::program_runner());
+  runtime::set_mark_recorder(&engine::record_mark);
+
   m.def("_get_mode", [] { return std::string(engine::current_policy().name()); });
   m.def("_set_mode", [](const std::string& name) { engine::set_mode(name); });
   m.def("_mode_names", &engine::mode_names);
@@ -20,8 +27,8 @@ void init_modes(py::module_& m) {
   m.def("_set_check_nans", &engine::set_check_nans);
   // Fused mode: runs every stream's recorded ops now (without waiting for them), saying why.
   m.def("_flush_all", [](const std::string& reason) {
-    runtime::Runtime& runtime = runtime::Runtime::instance();
-    for (int chip = 0; chip < runtime.chip_count(); ++chip) runtime.chip(chip).flush(reason.c_str());
+    const int chips = runtime::Runtime::instance().chip_count();
+    for (int chip = 0; chip < chips; ++chip) engine::flush_chip(chip, reason.c_str());
   });
   // Blocks until the fused kernels being compiled in the background are ready.
   m.def("_wait_for_kernel_compiles", &executors::host::wait_for_kernel_compiles,

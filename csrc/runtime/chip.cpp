@@ -48,7 +48,14 @@ int chip_count_from_environment() {
   return 1;
 }
 
+void record_now(Event& mark, Stream& stream) { mark.record(stream); }
+std::atomic<MarkRecorder> g_mark_recorder{&record_now};
+
 }  // namespace
+
+void set_mark_recorder(MarkRecorder recorder) {
+  g_mark_recorder.store(recorder != nullptr ? recorder : &record_now);
+}
 
 size_t parse_byte_size(const char* text, const char* variable) {
   const auto fail = [&]() -> size_t {
@@ -82,7 +89,7 @@ Chip::Chip(int index, size_t capacity)
       memory_(index, capacity),
       allocator_(memory_, [this](StreamId id) {
         Event mark;
-        mark.record(stream(id));
+        g_mark_recorder.load()(mark, stream(id));
         return mark;
       }),
       lazy_buffers_(index, allocator_) {}
@@ -116,22 +123,6 @@ Stream& Chip::pool_stream(bool high_priority) {
   const uint32_t turn = (high_priority ? next_high_ : next_low_).fetch_add(1);
   const int64_t offset = high_priority ? 1 + kStreamsPerPool : 1;
   return stream(offset + static_cast<int64_t>(turn % kStreamsPerPool));
-}
-
-void Chip::release_lazy_in_stream_order(DeviceAddress handle) {
-  stream(lazy_buffers_.owner_stream(handle))
-      .after_issued_work([this, handle] { lazy_buffers_.release(handle); });
-}
-
-void Chip::flush(const char* reason) {
-  std::vector<Stream*> created;
-  {
-    std::lock_guard<std::mutex> lock(streams_mutex_);
-    for (auto& stream : streams_) {
-      if (stream) created.push_back(stream.get());
-    }
-  }
-  for (Stream* stream : created) stream->flush(reason);
 }
 
 void Chip::synchronize() {

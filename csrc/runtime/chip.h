@@ -12,6 +12,7 @@
 
 #include "runtime/caching_allocator.h"
 #include "runtime/device_memory.h"
+#include "runtime/event.h"
 #include "runtime/lazy_buffers.h"
 #include "runtime/stream.h"
 
@@ -21,6 +22,12 @@ namespace torch_tpu::runtime {
 constexpr int kStreamsPerPool = 4;
 constexpr int64_t kDefaultStreamId = 0;
 constexpr int64_t kFirstHighPriorityStreamId = 1 + kStreamsPerPool;
+
+// How the caching allocator records its stream marks (for blocks used on several streams).
+// A layer that holds work back from streams (the engine's deferral, DESIGN §4) installs one
+// that records a mark behind that work; the default is Event::record. Set before chips work.
+using MarkRecorder = void (*)(Event& mark, Stream& stream);
+void set_mark_recorder(MarkRecorder recorder);
 
 class Chip {
  public:
@@ -39,9 +46,6 @@ class Chip {
     if (lazy_buffers_.owns(address)) address = lazy_buffers_.resolve(address);
     return memory_.host_address(address);
   }
-  // Releases a lazy buffer (its last tensor died on the host) once its owner stream has run
-  // every task issued so far: at once if the stream is idle, otherwise after those tasks.
-  void release_lazy_in_stream_order(DeviceAddress handle);
 
   Stream& default_stream() { return stream(kDefaultStreamId); }
   // Stream by id (0 = default, then the low- and high-priority pools). Throws on unknown ids.
@@ -51,8 +55,6 @@ class Chip {
 
   // Waits for every stream of the chip, then raises the first kept async error.
   void synchronize();
-  // Flushes every stream's deferred tasks (DeferAndFuse), saying why.
-  void flush(const char* reason);
 
  private:
   const int index_;

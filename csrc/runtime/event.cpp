@@ -4,12 +4,14 @@
 
 namespace torch_tpu::runtime {
 
-void Event::record(Stream& stream) {
+void Event::record(Stream& stream) { stream.enqueue("tpu::event_record", arm(stream)); }
+
+Task Event::arm(Stream& stream) {
   // A fresh state per record: streams still waiting on the previous mark keep their own copy.
   auto state = std::make_shared<State>();
   state->stream = &stream;
   state_ = state;
-  stream.enqueue("tpu::event_record", [state, &stream] {
+  return [state, &stream] {
     KeptErrorPtr error = stream.kept_error();
     {
       std::lock_guard<std::mutex> lock(state->mutex);
@@ -18,26 +20,25 @@ void Event::record(Stream& stream) {
       state->done = true;
     }
     state->done_cv.notify_all();
-  });
-}
-
-void Event::flush_recording_stream(const char* reason) const {
-  if (state_ && state_->stream) state_->stream->flush(reason);
+  };
 }
 
 void Event::block(Stream& stream) const {
-  if (!state_) return;
-  if (state_->stream != &stream) flush_recording_stream("cross_stream_wait");
+  if (Task wait = wait_task()) stream.enqueue("tpu::event_wait", std::move(wait));
+}
+
+Task Event::wait_task() const {
+  if (!state_) return nullptr;
   {
     // Nothing to wait for or hand on: keep the stream's queue short.
     std::lock_guard<std::mutex> lock(state_->mutex);
-    if (state_->done && (!state_->error || state_->error->raised)) return;
+    if (state_->done && (!state_->error || state_->error->raised)) return nullptr;
   }
-  stream.enqueue("tpu::event_wait", [state = state_] {
+  return [state = state_] {
     std::unique_lock<std::mutex> lock(state->mutex);
     state->done_cv.wait(lock, [&] { return state->done; });
     if (state->error && !state->error->raised) throw ForwardedError(state->error);
-  });
+  };
 }
 
 KeptErrorPtr Event::error() const {
@@ -54,7 +55,6 @@ bool Event::query() const {
 
 void Event::synchronize() const {
   if (!state_) return;
-  flush_recording_stream("event_synchronize");
   std::unique_lock<std::mutex> lock(state_->mutex);
   state_->done_cv.wait(lock, [&] { return state_->done; });
   if (state_->error && state_->error->claim()) throw state_->error->error;

@@ -22,18 +22,21 @@ class Event {
 
   // Marks the current end of `stream`'s queue. Re-recording replaces the previous mark.
   void record(Stream& stream);
-  // Flushes the recording stream's deferred tasks (DeferAndFuse), so the mark gets to run.
-  // query() does not flush (the caching allocator polls marks); user-facing queries call this.
-  void flush_recording_stream(const char* reason) const;
+  // Starts a new mark on `stream` and returns the task that reaches it, for a caller that
+  // queues it itself, after work it held back (record() queues it at once).
+  Task arm(Stream& stream);
   // Makes `stream` wait (without blocking the host) until the recorded mark has run; if the
-  // mark carries an error, `stream` keeps it as its own. No-op if never recorded. Flushes the
-  // recording stream first.
+  // mark carries an error, `stream` keeps it as its own. No-op if never recorded.
   void block(Stream& stream) const;
+  // The task block() queues, or null when there is nothing to wait for or hand on.
+  Task wait_task() const;
   // True once the recorded mark has run (or if never recorded).
   bool query() const;
-  // Flushes the recording stream, blocks the host until the recorded mark has run, and throws
-  // the error it carries (AsyncOpError) unless already reported.
+  // Blocks the host until the recorded mark has run, and throws the error it carries
+  // (AsyncOpError) unless already reported.
   void synchronize() const;
+  // The stream of the last record, or null.
+  Stream* recording_stream() const { return state_ ? state_->stream : nullptr; }
   // Milliseconds from this event's mark to `end`'s; both must be recorded, completed and timed.
   double elapsed_ms(const Event& end) const;
 

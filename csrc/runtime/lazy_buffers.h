@@ -6,7 +6,7 @@
 //
 // The allocator's state for lazy buffers evolves in device time, as the chip runs: blocks are
 // taken when a task first resolves a handle and given back when the stream reaches the point
-// where the host dropped the buffer (Chip::release_lazy_in_stream_order). Their blocks come from
+// where the host dropped the buffer (the engine's after_issued_work). Their blocks come from
 // pools of their own (lazy_pool_of), which therefore hold only blocks that no queued task can
 // still use, so taking one is safe at any moment, from the host or from a stream's worker.
 #pragma once

@@ -45,12 +45,8 @@ bool spin_until(Ready ready, Clock::duration budget) {
 
 std::atomic<ExecutorThreadHook> g_executor_thread_hook{nullptr};
 std::atomic<HostTakeoverHook> g_host_takeover_hook{nullptr};
-std::atomic<FlushHandler> g_flush_handler{nullptr};
-std::atomic<bool> g_deferral{false};
 thread_local bool t_is_stream_worker = false;
 thread_local bool t_executor_prepared = false;
-// The stream whose flush this thread is running (it holds that stream's pending lock).
-thread_local const Stream* t_flushing = nullptr;
 
 // The name of the tasks that give back buffers the host dropped.
 constexpr const char* kReleaseTaskName = "tpu::release_buffer";
@@ -59,9 +55,6 @@ constexpr const char* kReleaseTaskName = "tpu::release_buffer";
 
 void set_executor_thread_hook(ExecutorThreadHook hook) { g_executor_thread_hook.store(hook); }
 void set_host_takeover_hook(HostTakeoverHook hook) { g_host_takeover_hook.store(hook); }
-void set_flush_handler(FlushHandler handler) { g_flush_handler.store(handler); }
-void set_deferral(bool enabled) { g_deferral.store(enabled); }
-bool deferral_enabled() { return g_deferral.load(std::memory_order_relaxed); }
 
 Stream::Stream(int chip_index, int64_t id, int priority)
     : chip_index_(chip_index), id_(id), priority_(priority), head_(new Node), tail_(head_) {}
@@ -78,79 +71,15 @@ Stream::~Stream() {
   delete head_;
 }
 
-void Stream::enqueue(const char* op_name, Task task, std::shared_ptr<const void> description,
-                     bool program_boundary, const char* issued_at) {
-  if (deferral_enabled()) {
-    bool full = false;
-    {
-      std::lock_guard<std::mutex> lock(pending_mutex_);
-      pending_.push_back(PendingTask{op_name, issued_at, std::move(task), std::move(description)});
-      has_pending_.store(true, std::memory_order_release);
-      full = pending_.size() >= kMaxPendingTasks ||
-             (program_boundary && pending_.size() >= kSoftPendingTasks);
-    }
-    if (full) flush("size_bound");
-    return;
-  }
-  queue(op_name, issued_at, std::move(task));
-}
-
-bool Stream::has_pending() const { return has_pending_.load(std::memory_order_acquire); }
-
-void Stream::flush(const char* reason) {
-  if (!has_pending()) return;
-  std::lock_guard<std::mutex> lock(pending_mutex_);
-  if (pending_.empty()) return;
-  std::vector<PendingTask> pending;
-  pending.swap(pending_);
-  // The next program is likely as long: growing the list from empty by doubling moved every
-  // pending task ~8 times per program.
-  pending_.reserve(pending.size());
-  has_pending_.store(false, std::memory_order_release);
-  t_flushing = this;
-  const FlushHandler handler = g_flush_handler.load();
-  if (handler == nullptr) {
-    for (PendingTask& task : pending) {
-      queue(task.op_name, task.issued_at, std::move(task.task), /*reclaim=*/false);
-      for (Task& then : task.then) {
-        queue(kReleaseTaskName, nullptr, std::move(then), /*reclaim=*/false);
-      }
-    }
-  } else {
-    // Queued under the lock: a concurrent flush cannot overtake this one.
-    for (PlannedTask& planned : handler(*this, std::move(pending), reason)) {
-      queue(planned.op_name, planned.issued_at, std::move(planned.task), /*reclaim=*/false);
-    }
-  }
-  for (Task& action : after_flush_) {
-    queue(kReleaseTaskName, nullptr, std::move(action), /*reclaim=*/false);
-  }
-  after_flush_.clear();
-  t_flushing = nullptr;
-}
-
 void Stream::after_issued_work(Task action) {
-  if (t_flushing == this) {  // planning dropped a buffer: after the program being queued
-    after_flush_.push_back(std::move(action));
-    return;
+  if (query()) {
+    action();
+  } else {
+    enqueue(kReleaseTaskName, std::move(action), nullptr, /*free_finished=*/false);
   }
-  {
-    // Under the pending lock: a flush on another thread has either queued its program (then
-    // the stream is not idle) or not taken the pending tasks yet.
-    std::lock_guard<std::mutex> lock(pending_mutex_);
-    if (!pending_.empty()) {
-      pending_.back().then.push_back(std::move(action));
-      return;
-    }
-    if (!query()) {
-      queue(kReleaseTaskName, nullptr, std::move(action), /*reclaim=*/false);
-      return;
-    }
-  }
-  action();
 }
 
-void Stream::queue(const char* op_name, const char* issued_at, Task task, bool reclaim) {
+void Stream::enqueue(const char* op_name, Task task, const char* issued_at, bool free_finished) {
   if (!worker_started_.load(std::memory_order_acquire)) start_worker();
   auto* node = new Node;
   node->op_name = op_name;
@@ -170,7 +99,7 @@ void Stream::queue(const char* op_name, const char* issued_at, Task task, bool r
       host_wants_executor_.load(std::memory_order_seq_cst) == 0) {
     wake_worker();
   }
-  if (reclaim && retired_.load(std::memory_order_relaxed) != nullptr) delete_retired();
+  if (free_finished && retired_.load(std::memory_order_relaxed) != nullptr) delete_retired();
 }
 
 void Stream::start_worker() {
@@ -180,19 +109,24 @@ void Stream::start_worker() {
   worker_started_.store(true, std::memory_order_release);
 }
 
-void Stream::synchronize(const char* reason) {
-  // Deferred tasks flushed here are a program the host is about to wait for: claim the
-  // executor before queueing them, so the host runs the program with its whole thread team
-  // instead of the worker running it on one thread while the host waits.
-  const bool flushing = has_pending();
-  if (flushing) host_wants_executor_.fetch_add(1);
-  flush(reason);
+void Stream::synchronize(const std::function<void()>& queue_first) {
+  const bool claiming = queue_first != nullptr;
+  if (claiming) {
+    host_wants_executor_.fetch_add(1);
+    try {
+      queue_first();
+    } catch (...) {
+      host_wants_executor_.fetch_sub(1, std::memory_order_seq_cst);
+      wake_worker_for_leftover_work();
+      throw;
+    }
+  }
   const uint64_t target = enqueued_.load(std::memory_order_acquire);
   const auto done = [&] { return completed_.load(std::memory_order_acquire) >= target; };
   // A running worker finishes tiny ops faster than a futex round trip: spin a little before
   // taking over. A sleeping worker would not start soon; take over at once (Debug mode waits
   // after every op, so this is its common case).
-  bool taking_over = flushing;
+  bool taking_over = claiming;
   if (!taking_over && !done() &&
       (worker_sleeping_.load(std::memory_order_relaxed) || !spin_until(done, kHostSpin))) {
     host_wants_executor_.fetch_add(1);

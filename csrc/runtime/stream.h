@@ -47,46 +47,6 @@ class ForwardedError : public std::exception {
   KeptErrorPtr record_;
 };
 
-class Stream;
-
-// Deferred execution (DeferAndFuse, DESIGN §4). While deferral is on (process-wide), enqueue()
-// keeps tasks in the stream's pending list instead of queueing them. flush() hands the pending
-// tasks to the installed flush handler (the host executor's planner), which returns what to
-// queue in their place (programs: fused and cached), and queues that. Sync points flush first,
-// and so does waiting on an event of a stream with pending tasks, so deferred work always gets
-// to run.
-struct PendingTask {
-  const char* op_name = nullptr;
-  // Where the host issued the op (e.g. "train.py:12 in step"), or null; interned like op_name.
-  const char* issued_at = nullptr;
-  Task task;
-  std::shared_ptr<const void> description;  // what a planner may fuse; null: opaque
-  // Run once this task has run (whatever it was planned into): releases of buffers the host
-  // dropped after issuing it (Stream::after_issued_work). They must not throw.
-  std::vector<Task> then;
-};
-struct PlannedTask {
-  const char* op_name = nullptr;
-  Task task;
-  const char* issued_at = nullptr;  // named with op_name if the task throws
-};
-// Turns a stream's pending tasks (in order) into the tasks to queue. `reason` says what
-// flushed them. Called on the flushing thread with the stream's pending list locked: it must
-// not enqueue onto, flush or synchronize `stream`.
-using FlushHandler = std::vector<PlannedTask> (*)(Stream& stream, std::vector<PendingTask>&& pending,
-                                                 const char* reason);
-void set_flush_handler(FlushHandler handler);
-void set_deferral(bool enabled);
-bool deferral_enabled();
-// Pending tasks past this many flush ("size_bound"): a program never grows without limit, and
-// a long op stream starts running while the host records the rest. Flush points stay where
-// the op stream puts them, so a repeating loop still repeats its programs (cache hits).
-constexpr size_t kMaxPendingTasks = 256;
-// Past this many, a task that marks a good program boundary (the planner would not fuse across
-// it) flushes too ("size_bound"): the chip starts working while the host records more, and the
-// boundaries still depend only on the op stream, so a repeating loop repeats its programs.
-constexpr size_t kSoftPendingTasks = 32;
-
 // Called once on each thread the first time it runs a task, told whether it is a stream
 // worker (else a host thread running the queue in synchronize()). The PyTorch layer sizes the
 // thread's intra-op parallelism there. Set once, before any stream starts.
@@ -111,28 +71,27 @@ class Stream {
   // `op_name` must outlive the task (use an interned name); it names the op if the task throws,
   // with `issued_at` (interned too; null when not known): where the host issued it.
   // The worker keeps the first exception a task throws and keeps running later tasks. A task
-  // that throws AsyncOpError names its op itself (a program's node). While deferral is on, the
-  // task (with its `description`, for the planner) waits in the pending list instead.
-  void enqueue(const char* op_name, Task task, std::shared_ptr<const void> description = nullptr,
-               bool program_boundary = false, const char* issued_at = nullptr);
-  // Plans and queues the pending tasks, if any. `reason` (interned) goes to the planner.
-  void flush(const char* reason);
-  // Runs `action` once every task issued on this stream so far has run: now if the stream is
-  // idle, else after them (after the last pending task's program step in deferred mode, or as
-  // a task of its own). For giving back memory the host dropped. `action` must not throw.
+  // that throws AsyncOpError names its op itself (a node of a program).
+  // `free_finished`: also delete the records of tasks that have run, whose captures may free
+  // buffers. A caller holding a lock that a buffer release takes passes false.
+  void enqueue(const char* op_name, Task task, const char* issued_at = nullptr,
+               bool free_finished = true);
+  // Runs `action` once every task queued on this stream so far has run: now if the stream is
+  // idle, else as a task of its own. For giving back memory the host dropped. `action` must
+  // not throw.
   void after_issued_work(Task action);
-  bool has_pending() const;
 
-  // Flushes (saying `reason`), then returns once every task queued so far has run (running
-  // queued tasks on the calling thread while the worker is not; a program it flushed always
-  // runs there), then raises (and clears) the first error a task threw since the last sync,
-  // as AsyncOpError.
-  void synchronize(const char* reason = "synchronize");
+  // Returns once every task queued so far has run (running queued tasks on the calling thread
+  // while the worker is not), then raises (and clears) the first error a task threw since the
+  // last sync, as AsyncOpError. `queue_first`, if given, is called first, after the host has
+  // claimed the executor: what it queues (a program the host is about to wait for) runs on the
+  // host with its whole thread team, not on the worker's one thread while the host waits.
+  void synchronize(const std::function<void()>& queue_first = nullptr);
   // Raises (and clears) a kept error without waiting.
   void raise_pending_error();
   // True when every task queued so far has run.
   bool query() const;
-  // How many tasks were queued so far (deferred ones count once flushed). Two equal readings
+  // How many tasks were queued so far. Two equal readings
   // mean nothing was queued in between.
   uint64_t queued_count() const { return enqueued_.load(std::memory_order_acquire); }
   // The kept error (the first a task threw since the last sync that raised), or null.
@@ -155,9 +114,6 @@ class Stream {
     const char* issued_at = nullptr;
     Task task;
   };
-  // `reclaim`: delete nodes of run tasks (whose captures may free buffers). Off while the
-  // pending lock is held, so no buffer release re-enters it.
-  void queue(const char* op_name, const char* issued_at, Task task, bool reclaim = true);
   // After a host stops taking over: wakes a sleeping worker if tasks are left.
   void wake_worker_for_leftover_work();
   void wake_worker();
@@ -189,11 +145,6 @@ class Stream {
   std::atomic<bool> worker_sleeping_{false};
   std::atomic<bool> stopping_{false};
   std::atomic<bool> worker_started_{false};
-
-  mutable std::mutex pending_mutex_;  // guards pending_; held while a flush plans and queues
-  std::vector<PendingTask> pending_;
-  std::vector<Task> after_flush_;  // after_issued_work() calls made while this thread flushed
-  std::atomic<bool> has_pending_{false};
 
   mutable std::mutex mutex_;  // guards sleeping/waking, starting the worker, pending_error_
   std::condition_variable work_ready_;

@@ -189,22 +189,5 @@ TEST(Event, HostWaitOnAFailedMarkRaisesItOnce) {
   producer.synchronize();
 }
 
-TEST(Event, WaitingOnAMarkFlushesTheRecordingStreamsDeferredTasks) {
-  set_deferral(true);  // no planner: flushed tasks are queued as they are
-  Stream producer(0, 1, 0);
-  Stream consumer(0, 2, 0);
-  std::atomic<int> value{0};
-  producer.enqueue("test::produce", [&] { value = 1; });
-  Event ready;
-  ready.record(producer);
-  ready.block(consumer);  // flushes the producer, or the consumer would wait forever
-  int seen = -1;
-  consumer.enqueue("test::consume", [&] { seen = value.load(); });
-  consumer.synchronize();
-  set_deferral(false);
-  EXPECT_EQ(seen, 1);
-  EXPECT_FALSE(producer.has_pending());
-}
-
 }  // namespace
 }  // namespace torch_tpu::runtime

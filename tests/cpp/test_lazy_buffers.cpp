@@ -122,7 +122,8 @@ TEST(ChipLazyBuffers, AReleaseWaitsForWorkIssuedBeforeIt) {
     std::memset(chip.host_address(handle), 7, kMiB);
     was_live_in_task = lazy.materialized(handle);
   });
-  chip.release_lazy_in_stream_order(handle);  // the host dropped it; the writer has not run
+  // The host dropped it; the writer has not run.
+  chip.stream(lazy.owner_stream(handle)).after_issued_work([&] { lazy.release(handle); });
   EXPECT_EQ(lazy.stats().never_materialized + lazy.stats().materialized, 0);
   gate = true;
   chip.synchronize();

@@ -71,23 +71,34 @@ TEST(Stream, KeepsFirstErrorUntilSynchronizeAndRunsLaterTasks) {
   EXPECT_NO_THROW(stream.synchronize());  // raised once, then cleared
 }
 
-TEST(Stream, AFailureNamesWhereItsTaskWasIssuedQueuedOrDeferred) {
-  for (const bool deferred : {false, true}) {
-    set_deferral(deferred);
-    Stream stream(0, 0, 0);
-    stream.enqueue("aten::div", [] { throw std::runtime_error("boom"); }, nullptr, false,
-                   "model.py:7 in forward");
-    try {
-      stream.synchronize();
-      FAIL() << "expected AsyncOpError";
-    } catch (const AsyncOpError& error) {
-      EXPECT_EQ(error.issued_at(), "model.py:7 in forward");
-      EXPECT_STREQ(error.what(),
-                   "error in asynchronously executed op 'aten::div' (issued at model.py:7 in "
-                   "forward): boom");
-    }
+TEST(Stream, AFailureNamesWhereItsTaskWasIssued) {
+  Stream stream(0, 0, 0);
+  stream.enqueue("aten::div", [] { throw std::runtime_error("boom"); }, "model.py:7 in forward");
+  try {
+    stream.synchronize();
+    FAIL() << "expected AsyncOpError";
+  } catch (const AsyncOpError& error) {
+    EXPECT_EQ(error.issued_at(), "model.py:7 in forward");
+    EXPECT_STREQ(error.what(),
+                 "error in asynchronously executed op 'aten::div' (issued at model.py:7 in "
+                 "forward): boom");
   }
-  set_deferral(false);
+}
+
+TEST(Stream, WorkQueuedFirstBySynchronizeRuns) {
+  Stream stream(0, 0, 0);
+  std::vector<int> seen;
+  stream.synchronize([&] {
+    stream.enqueue("test::a", [&] { seen.push_back(1); });
+    stream.enqueue("test::b", [&] { seen.push_back(2); });
+  });
+  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
+  // A failure while queueing leaves the stream usable: the worker runs later work.
+  EXPECT_THROW(stream.synchronize([] { throw std::runtime_error("planning failed"); }),
+               std::runtime_error);
+  std::atomic<bool> ran{false};
+  stream.enqueue("test::after", [&] { ran = true; });
+  while (!ran.load()) std::this_thread::yield();
 }
 
 TEST(Stream, AnOutOfMemoryFailureKeepsItsKind) {
@@ -237,92 +248,7 @@ TEST(Stream, WorkAfterIssuedTasksRunsAtOnceWhenIdleElseAfterThem) {
   EXPECT_EQ(seen, (std::vector<int>{1, 2}));
 }
 
-class DeferralTest : public ::testing::Test {
- protected:
-  static inline std::vector<std::string> reasons;
-  static inline std::vector<size_t> batch_sizes;
-  static inline int described = 0;
-  void SetUp() override {
-    reasons.clear();
-    batch_sizes.clear();
-    described = 0;
-    set_flush_handler([](Stream&, std::vector<PendingTask>&& pending, const char* reason) {
-      reasons.emplace_back(reason);
-      batch_sizes.push_back(pending.size());
-      // One program running every pending task in order.
-      std::vector<PlannedTask> planned;
-      auto tasks = std::make_shared<std::vector<PendingTask>>(std::move(pending));
-      for (const PendingTask& task : *tasks) described += task.description != nullptr;
-      planned.push_back({"test::program", [tasks] {
-                           for (PendingTask& task : *tasks) {
-                             task.task();
-                             for (Task& then : task.then) then();
-                           }
-                         }});
-      return planned;
-    });
-    set_deferral(true);
-  }
-  void TearDown() override {
-    set_deferral(false);
-    set_flush_handler(nullptr);
-  }
-};
-
-TEST_F(DeferralTest, TasksWaitUntilAFlushPlansThemAsOneProgram) {
-  Stream stream(0, 0, 0);
-  std::vector<int> seen;
-  stream.enqueue("test::a", [&] { seen.push_back(1); });
-  stream.enqueue("test::b", [&] { seen.push_back(2); }, std::make_shared<int>(7));
-  std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  EXPECT_TRUE(seen.empty());  // deferred: nothing ran
-  EXPECT_TRUE(stream.has_pending());
-  stream.flush("test_reason");
-  stream.synchronize();
-  EXPECT_EQ(seen, (std::vector<int>{1, 2}));
-  EXPECT_EQ(reasons, (std::vector<std::string>{"test_reason"}));
-  EXPECT_EQ(batch_sizes, (std::vector<size_t>{2}));
-  EXPECT_EQ(described, 1);
-  EXPECT_FALSE(stream.has_pending());
-}
-
-TEST_F(DeferralTest, SynchronizeFlushesAndTheSizeBoundFlushesOnItsOwn) {
-  Stream stream(0, 0, 0);
-  int count = 0;
-  for (size_t i = 0; i < kMaxPendingTasks + 3; ++i) stream.enqueue("test::inc", [&] { ++count; });
-  ASSERT_EQ(reasons.size(), 1u);
-  EXPECT_EQ(reasons[0], "size_bound");
-  stream.synchronize();
-  EXPECT_EQ(count, static_cast<int>(kMaxPendingTasks + 3));
-  EXPECT_EQ(reasons.back(), "synchronize");
-}
-
-TEST_F(DeferralTest, PastTheSoftBoundAProgramBoundaryFlushes) {
-  Stream stream(0, 0, 0);
-  int count = 0;
-  for (size_t i = 0; i < kSoftPendingTasks + 5; ++i) {
-    stream.enqueue("test::fusible", [&] { ++count; });  // not a boundary: keeps recording
-  }
-  EXPECT_TRUE(reasons.empty());
-  stream.enqueue("test::boundary", [&] { ++count; }, nullptr, /*program_boundary=*/true);
-  ASSERT_EQ(reasons, (std::vector<std::string>{"size_bound"}));
-  EXPECT_EQ(batch_sizes.back(), kSoftPendingTasks + 6);
-  stream.synchronize();
-  EXPECT_EQ(count, static_cast<int>(kSoftPendingTasks + 6));
-}
-
-TEST_F(DeferralTest, WorkAfterIssuedTasksFollowsTheLastPendingTask) {
-  Stream stream(0, 0, 0);
-  std::vector<int> seen;
-  stream.enqueue("test::a", [&] { seen.push_back(1); });
-  stream.after_issued_work([&] { seen.push_back(-1); });
-  stream.enqueue("test::b", [&] { seen.push_back(2); });
-  EXPECT_TRUE(seen.empty());  // pending: the release waits with them
-  stream.synchronize();
-  EXPECT_EQ(seen, (std::vector<int>{1, -1, 2}));
-}
-
-TEST_F(DeferralTest, AProgramNodeNamesItsOwnOpWhenItFails) {
+TEST(Stream, ATaskThatNamesItsOwnOpKeepsThatName) {
   Stream stream(0, 0, 0);
   stream.enqueue("test::node", [] { throw AsyncOpError("aten::mul", "bad input"); });
   try {

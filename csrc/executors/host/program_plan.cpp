@@ -28,12 +28,12 @@ const engine::StorageRef* find_ref(const OpDescription& description,
 
 // An undescribed task that may read chip memory (see launch_described's contract): all but
 // the runtime's own event tasks.
-bool may_read_anything(const runtime::PendingTask& task) {
+bool may_read_anything(const engine::PendingOp& task) {
   return description_of(task) == nullptr && std::string_view(task.op_name).rfind("tpu::event", 0) != 0;
 }
 
 // Whether any op from `from` on touches `storage` (or may).
-bool touched_from(const std::vector<runtime::PendingTask>& pending, size_t from,
+bool touched_from(const std::vector<engine::PendingOp>& pending, size_t from,
                   const c10::StorageImpl* storage) {
   for (size_t i = from; i < pending.size(); ++i) {
     const OpDescription* description = description_of(pending[i]);
@@ -54,7 +54,7 @@ bool dead(const OpDescription& writer, const c10::StorageImpl* storage) {
 // Whether opaque op `op` may run before the cluster ops `members` (all issued before it): it
 // writes nothing they touch and reads nothing they write.
 bool may_pass(const OpDescription& op, const std::vector<uint32_t>& members,
-              const std::vector<runtime::PendingTask>& pending) {
+              const std::vector<engine::PendingOp>& pending) {
   for (const auto& ref : op.storages) {
     for (const uint32_t member : members) {
       const auto* member_ref = find_ref(*description_of(pending[member]), ref.id());
@@ -74,13 +74,13 @@ std::string shape_text(c10::IntArrayRef shape) {
 
 // An op as the dump names it: where it was issued too, when recorded (engine/issue_sites.h).
 // A cached plan shows the places of the ops it was first planned from.
-std::string op_text(const runtime::PendingTask& task) {
+std::string op_text(const engine::PendingOp& task) {
   return task.op_name + runtime::issued_at_note(task.issued_at);
 }
 
 class Planner {
  public:
-  explicit Planner(const std::vector<runtime::PendingTask>& pending)
+  explicit Planner(const std::vector<engine::PendingOp>& pending)
       : pending_(pending), done_(pending.size(), false) {}
 
   ProgramPlan run() {
@@ -225,7 +225,7 @@ class Planner {
     program_.steps.push_back(std::move(step));
   }
 
-  const std::vector<runtime::PendingTask>& pending_;
+  const std::vector<engine::PendingOp>& pending_;
   std::vector<bool> done_;
   uint32_t released_ = 0;
   ProgramPlan program_;
@@ -234,7 +234,7 @@ class Planner {
 
 }  // namespace
 
-ProgramPlan plan(const std::vector<runtime::PendingTask>& pending) {
+ProgramPlan plan(const std::vector<engine::PendingOp>& pending) {
   return Planner(pending).run();
 }
 

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "engine/deferral.h"
 #include "engine/program.h"
 #include "executors/host/fused_cluster.h"
-#include "runtime/stream.h"
 
 namespace torch_tpu::executors::host {
 
@@ -27,7 +27,7 @@ struct Step {
   // >= 0: the cluster is this lane of multi-tensor ops (HostOpWork::lanes): each task's
   // ops on one element of its lists. A run of such ops becomes one cluster per lane.
   int lane = -1;
-  // After the step, the host's releases (PendingTask::then) of pending tasks
+  // After the step, the host's releases (PendingOp::then) of pending tasks
   // [release_begin, release_end) run: those of every task all of whose predecessors have run.
   uint32_t release_begin = 0;
   uint32_t release_end = 0;
@@ -43,6 +43,6 @@ struct ProgramPlan {
   std::string dump;  // readable form, for TORCH_TPU_DUMP_PROGRAMS
 };
 
-ProgramPlan plan(const std::vector<runtime::PendingTask>& pending);
+ProgramPlan plan(const std::vector<engine::PendingOp>& pending);
 
 }  // namespace torch_tpu::executors::host

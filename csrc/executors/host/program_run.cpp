@@ -1,13 +1,9 @@
 #include "executors/host/program_run.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <fstream>
-#include <functional>
-#include <mutex>
-#include <sstream>
 #include <string>
-#include <string_view>
-#include <unordered_map>
 
 #include <c10/util/Exception.h>
 
@@ -18,7 +14,6 @@
 #include "executors/host/host_op_work.h"
 #include "executors/host/program_plan.h"
 #include "ir/printer.h"
-#include "ir/structural_hash.h"
 
 namespace torch_tpu::executors::host {
 namespace {
@@ -54,7 +49,7 @@ void dump_program(const ir::Program& ir, const ProgramPlan& program, size_t ops,
 // naming its op(s); the stream keeps the first error and runs the later steps, as in Strict.
 class ProgramRun {
  public:
-  ProgramRun(std::shared_ptr<const ProgramPlan> program, std::vector<runtime::PendingTask> tasks)
+  ProgramRun(std::shared_ptr<const ProgramPlan> program, std::vector<engine::PendingOp> tasks)
       : program_(std::move(program)), tasks_(std::move(tasks)) {}
 
   const char* op_name(size_t step) const {
@@ -103,7 +98,7 @@ class ProgramRun {
  private:
   void run_ops(const Step& step) {
     if (step.kind == Step::Kind::kSingle) {
-      const runtime::PendingTask& task = tasks_[step.tasks.front()];
+      const engine::PendingOp& task = tasks_[step.tasks.front()];
       try {
         task.task();
       } catch (const c10::Error& error) {  // named here, without the C++ backtrace
@@ -140,24 +135,33 @@ class ProgramRun {
   }
 
   const std::shared_ptr<const ProgramPlan> program_;
-  std::vector<runtime::PendingTask> tasks_;
+  std::vector<engine::PendingOp> tasks_;
 };
 
-const bool g_flush_handler_installed = [] {
-  runtime::set_flush_handler(&plan_program);
-  return true;
-}();
+
+// Plans each flush's pending ops as a program (cached by structure) and returns its steps.
+class HostProgramRunner final : public engine::ProgramRunner {
+ public:
+  std::vector<engine::PlannedTask> plan(runtime::Stream& stream,
+                                        std::vector<engine::PendingOp>&& pending,
+                                        const char* reason) override;
+};
 
 }  // namespace
 
-std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,
-                                               std::vector<runtime::PendingTask>&& pending,
-                                               const char* reason) {
+engine::ProgramRunner& program_runner() {
+  static HostProgramRunner runner;
+  return runner;
+}
+
+std::vector<engine::PlannedTask> HostProgramRunner::plan(runtime::Stream&,
+                                                         std::vector<engine::PendingOp>&& pending,
+                                                         const char* reason) {
   const bool dumping = dump_directory() != nullptr;
   const ir::Program ir = engine::assemble_program(pending, /*with_issue_sites=*/dumping);
   const engine::ExecutableCache::Lookup found =
       engine::executable_cache().get_or_build("host", ir, [&] {
-        auto made = std::make_shared<const HostProgram>(plan(pending));
+        auto made = std::make_shared<const HostProgram>(host::plan(pending));
         if (dumping) dump_program(ir, made->plan, pending.size(), reason);
         return made;
       });
@@ -169,7 +173,7 @@ std::vector<runtime::PlannedTask> plan_program(runtime::Stream&,
   // plain pointer (small enough for std::function to store without a heap allocation each).
   auto owner = std::make_shared<ProgramRun>(program, std::move(pending));
   ProgramRun* run = owner.get();
-  std::vector<runtime::PlannedTask> planned;
+  std::vector<engine::PlannedTask> planned;
   planned.reserve(program->steps.size() + 1);
   for (size_t step = 0; step < program->steps.size(); ++step) {
     if (program->steps[step].kind == Step::Kind::kSkip) {
