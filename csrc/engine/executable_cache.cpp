@@ -47,6 +47,11 @@ size_t ExecutableCache::size() const {
   return executables_.size();
 }
 
+void ExecutableCache::reset_stats() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_ = {};
+}
+
 void ExecutableCache::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
   executables_.clear();

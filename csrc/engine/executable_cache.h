@@ -47,6 +47,8 @@ class ExecutableCache {
   Lookup get_or_build(const std::string& executor, const ir::Program& program, const Build& build);
 
   ExecutableCacheStats stats() const;
+  // Zeroes the counters; cached executables stay.
+  void reset_stats();
   size_t size() const;
   void clear();
 

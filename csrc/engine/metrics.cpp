@@ -8,6 +8,7 @@ namespace torch_tpu::engine {
 namespace {
 
 std::atomic<int64_t> g_ops_launched{0};
+std::atomic<int64_t> g_one_node_runs{0};
 std::mutex g_mutex;
 std::map<std::string, int64_t> g_fallbacks;
 std::map<std::string, int64_t> g_syncs;
@@ -16,6 +17,7 @@ FusionMetrics g_fusion;
 }  // namespace
 
 void count_op_launched() { g_ops_launched.fetch_add(1, std::memory_order_relaxed); }
+void count_one_node_run() { g_one_node_runs.fetch_add(1, std::memory_order_relaxed); }
 
 void count_fallback(const std::string& op_name) {
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -46,6 +48,7 @@ void count_program_run(int64_t fused_kernels, int64_t materialized, int64_t avoi
 MetricsSnapshot metrics_snapshot() {
   MetricsSnapshot snapshot;
   snapshot.ops_launched = g_ops_launched.load();
+  snapshot.one_node_runs = g_one_node_runs.load();
   std::lock_guard<std::mutex> lock(g_mutex);
   snapshot.fallbacks = g_fallbacks;
   snapshot.syncs = g_syncs;
@@ -55,6 +58,7 @@ MetricsSnapshot metrics_snapshot() {
 
 void reset_metrics() {
   g_ops_launched.store(0);
+  g_one_node_runs.store(0);
   std::lock_guard<std::mutex> lock(g_mutex);
   g_fallbacks.clear();
   g_syncs.clear();

@@ -24,12 +24,14 @@ struct FusionMetrics {
 
 struct MetricsSnapshot {
   int64_t ops_launched = 0;                  // ops queued on a chip (every mode)
+  int64_t one_node_runs = 0;                 // Strict and Debug ops run as one-node programs
   std::map<std::string, int64_t> fallbacks;  // op name -> synchronous CPU fallbacks
   std::map<std::string, int64_t> syncs;      // reason -> host waits for a chip
   FusionMetrics fusion;
 };
 
 void count_op_launched();
+void count_one_node_run();
 void count_fallback(const std::string& op_name);
 void count_sync(const char* reason);
 // Fused mode: `reason` flushed a program of `nodes` ops; `hit` if its plan came from the cache.

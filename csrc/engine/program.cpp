@@ -1,10 +1,13 @@
 #include "engine/program.h"
 
+#include "engine/active_executor.h"
 #include "engine/deferral.h"
+#include "engine/executable_cache.h"
 #include "engine/issue_sites.h"
 #include "engine/launch.h"
 #include "engine/metrics.h"
 #include "engine/mode.h"
+#include "engine/program_assembly.h"
 
 namespace torch_tpu::engine {
 
@@ -21,6 +24,25 @@ void launch_described(int device, const char* op_name, runtime::Task task,
     stream.enqueue(op_name, std::move(task), current_issue_site());
   }
   count_op_launched();
+  if (current_policy().waits_for_each_op()) sync_stream(stream, "debug_mode");
+}
+
+std::shared_ptr<const executors::Executable> compile_one_node(
+    const char* op_name, std::shared_ptr<const OpDescription> description) {
+  std::vector<PendingOp> one;
+  one.push_back(PendingOp{op_name, nullptr, nullptr, std::move(description), {}});
+  const ir::Program program = assemble_program(one);
+  return translate_errors(
+      [&] { return executable_cache().get_or_compile(active_executor(), program).executable; });
+}
+
+void launch_one_node(int device, std::shared_ptr<const executors::Executable> executable,
+                     executors::RunBindings bindings) {
+  runtime::Stream& stream = current_stream(device);
+  bindings.issued_at = current_issue_site();
+  active_executor().run(std::move(executable), std::move(bindings), stream);
+  count_op_launched();
+  count_one_node_run();
   if (current_policy().waits_for_each_op()) sync_stream(stream, "debug_mode");
 }
 

@@ -69,4 +69,15 @@ void launch_described(int device, const char* op_name, runtime::Task task,
                       std::shared_ptr<const OpDescription> description,
                       bool host_waits_next = false);
 
+// Strict and Debug (DESIGN §2): the op `description` records, as a one-node program compiled
+// by the active executor (engine/active_executor.h). The engine's executable cache keys it by
+// structure, so each structure is verified and compiled once. `op_name` is interned.
+std::shared_ptr<const executors::Executable> compile_one_node(
+    const char* op_name, std::shared_ptr<const OpDescription> description);
+
+// Queues a run of a one-node program from compile_one_node on the current stream of `device`,
+// with the op's issue site added to `bindings`; in Debug mode waits for it and raises its error.
+void launch_one_node(int device, std::shared_ptr<const executors::Executable> executable,
+                     executors::RunBindings bindings);
+
 }  // namespace torch_tpu::engine

@@ -26,8 +26,9 @@ class Executable {
 };
 
 // What issuing an op recorded for an executor that runs recorded work: the host executor keeps
-// each op's CPU kernel call and, for pointwise ops, how to run it on chunks
-// (executors/host/host_op_work.h). An executor that compiles nodes from the IR alone needs none.
+// each op's CPU kernel call (executors/host/host_work.h) and, for pointwise ops, how to run it
+// on chunks (executors/host/host_op_work.h). An executor that compiles nodes from the IR alone
+// needs none.
 class RecordedWork {
  public:
   virtual ~RecordedWork() = default;
@@ -36,10 +37,15 @@ class RecordedWork {
 // What one run reads and writes. `storages` has one entry per storage of the program the
 // executable was compiled from: the buffer bound to it, or 0 for a created storage that is not
 // live out (the executor keeps such scratch itself). `scalars` are ir::dynamic_scalars of the
-// program being run (equal in structure, not in values, to the one compiled).
+// program being run (equal in structure, not in values, to the one compiled). An executor that
+// runs recorded work (the host executor) takes `recorded` instead, one entry per node: what
+// issuing the node recorded, which holds its tensors; it needs no `storages` or `scalars`.
 struct RunBindings {
   std::vector<runtime::DeviceAddress> storages;
   std::vector<ir::ScalarValue> scalars;
+  std::vector<std::shared_ptr<const RecordedWork>> recorded;
+  // Where the host issued the run (a one-node program: its op), named with its error; or null.
+  const char* issued_at = nullptr;
 };
 
 class Executor {

@@ -2,8 +2,8 @@
 // convolution_overrideable / convolution_backward_overrideable. Ours run the CPU backend's
 // aten::convolution / aten::convolution_backward through the generic kernel, which infers the
 // output shapes and queues the work on the chip.
-#include <torch/library.h>
 
+#include "ops/convolution.h"
 #include "ops/generic_kernel.h"
 
 namespace torch_tpu::ops {
@@ -20,6 +20,8 @@ const c10::OperatorHandle& op_named(const char* name, const char* overload) {
   }
   return it->second;
 }
+
+}  // namespace
 
 // convolution_overrideable has exactly aten::convolution's arguments.
 void convolution_forward(const c10::OperatorHandle&, c10::DispatchKeySet keys,
@@ -40,15 +42,6 @@ void convolution_backward(const c10::OperatorHandle&, c10::DispatchKeySet keys,
   const int64_t out_channels = transposed ? weight.size(1) * groups : weight.size(0);
   stack->insert(stack->end() - (kNumArgs - 3), c10::IValue(std::vector<int64_t>{out_channels}));
   generic_tpu_kernel(op_named("aten::convolution_backward", ""), keys, stack);
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("convolution_overrideable",
-         torch::CppFunction::makeFromBoxedFunction<&convolution_forward>());
-  m.impl("convolution_backward_overrideable",
-         torch::CppFunction::makeFromBoxedFunction<&convolution_backward>());
 }
 
 }  // namespace torch_tpu::ops

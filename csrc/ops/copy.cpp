@@ -6,18 +6,17 @@
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
-#include <torch/library.h>
 
 #include "engine/deferral.h"
 #include "engine/launch.h"
-#include "engine/program.h"
-#include "runtime/event.h"
 #include "executors/host/tensor_snapshot.h"
-#include "privateuse1/host_allocator.h"
-#include "ops/ir_recording.h"
+#include "ops/copy.h"
 #include "ops/saved_recipes.h"
+#include "ops/task_ops.h"
+#include "privateuse1/host_allocator.h"
 #include "privateuse1/storage_resize.h"
 #include "privateuse1/tpu_tensor.h"
+#include "runtime/event.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -36,18 +35,16 @@ void copy_host_to_chip(const at::Tensor& src, const at::Tensor& dst, bool non_bl
   const at::Tensor source = non_blocking && is_pinned(src) ? src : src.clone();
   const TensorSnapshot target(dst);
   constexpr const char* kName = "aten::copy_ (host to tpu)";
-  engine::launch_described(dst.device().index(), kName,
-                           [target, source] { target.cpu_view().copy_(source); },
-                           describe_tensors(kName, {{&dst, true}}));
+  launch_task_op(dst.device().index(), kName, [target, source] { target.cpu_view().copy_(source); },
+                 {{&dst, true}});
 }
 
 void copy_chip_to_host(const at::Tensor& src, const at::Tensor& dst, bool non_blocking) {
   const TensorSnapshot source(src);
   constexpr const char* kName = "aten::copy_ (tpu to host)";
   const bool blocking = !(non_blocking && is_pinned(dst));
-  engine::launch_described(src.device().index(), kName,
-                           [source, dst] { dst.copy_(source.cpu_view()); },
-                           describe_tensors(kName, {{&src, false}}), blocking);
+  launch_task_op(src.device().index(), kName, [source, dst] { dst.copy_(source.cpu_view()); },
+                 {{&src, false}}, blocking);
   if (blocking) engine::sync_current_stream(src.device().index(), "copy_to_host");
 }
 
@@ -77,9 +74,9 @@ void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
     engine::sync_current_stream(src.device().index(), "cross_chip_copy");
   }
   constexpr const char* kName = "aten::copy_ (tpu to tpu)";
-  engine::launch_described(dst.device().index(), kName,
-                           [source, target] { target.cpu_view().copy_(source.cpu_view()); },
-                           describe_tensors(kName, {{&src, false}, {&dst, true}}));
+  launch_task_op(dst.device().index(), kName,
+                 [source, target] { target.cpu_view().copy_(source.cpu_view()); },
+                 {{&src, false}, {&dst, true}});
   note_clone_for_recipes(src, dst);
   if (cross_chip) {
     // The source's block may be freed and reused on its own chip's queue at once: that queue
@@ -89,6 +86,8 @@ void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
     engine::block_on_event(copied, engine::current_stream(src.device().index()));
   }
 }
+
+}  // namespace
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
   const at::Tensor& src = self;
@@ -123,27 +122,6 @@ at::Scalar local_scalar_dense(const at::Tensor& self) {
   const c10::DeviceGuard guard(self.device());
   engine::sync_current_stream(self.device().index(), "item");
   return executors::host::cpu_view_now(self).item();
-}
-
-}  // namespace
-
-// The conjugate and negative views' fallbacks resolve a lazy bit by cloning, and a clone copies
-// through _copy_from again, forever. Copies honour the bits themselves instead: the CPU views
-// they run on carry them (TensorSnapshot, cpu_view_now), and CPU's copy_ applies them.
-TORCH_LIBRARY_IMPL(aten, Conjugate, m) {
-  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
-  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
-}
-
-TORCH_LIBRARY_IMPL(aten, Negative, m) {
-  m.impl("_copy_from", torch::CppFunction::makeFallthrough());
-  m.impl("_copy_from_and_resize", torch::CppFunction::makeFallthrough());
-}
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("_copy_from", TORCH_FN(copy_from));
-  m.impl("_copy_from_and_resize", TORCH_FN(copy_from_and_resize));
-  m.impl("_local_scalar_dense", TORCH_FN(local_scalar_dense));
 }
 
 }  // namespace torch_tpu::ops

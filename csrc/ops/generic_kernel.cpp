@@ -21,17 +21,18 @@
 #include "engine/metrics.h"
 #include "engine/mode.h"
 #include "engine/program.h"
+#include "executors/host/cpu_kernel_call.h"
 #include "ops/boxed_args.h"
 #include "ops/cpu_output_rules.h"
-#include "ops/op_description.h"
-#include "privateuse1/generator.h"
 #include "ops/generic_kernel.h"
 #include "ops/ir_recording.h"
+#include "ops/op_description.h"
 #include "ops/op_plan.h"
 #include "ops/out_variants.h"
-#include "executors/host/cpu_kernel_call.h"
 #include "ops/saved_recipes.h"
 #include "ops/shape_cache.h"
+#include "ops/task_ops.h"
+#include "privateuse1/generator.h"
 #include "privateuse1/storage_resize.h"
 #include "privateuse1/tpu_tensor.h"
 
@@ -155,8 +156,9 @@ void write_back_live_view(const LiveView& live, const OpPlan& plan, c10::Device 
   if (live.view.sizes() != live.tpu.sizes()) privateuse1::resize_tensor(live.tpu, live.view.sizes(), std::nullopt);
   if (!moved) return;
   const executors::host::TensorSnapshot target(live.tpu);
-  engine::launch(device.index(), plan.name.c_str(),
-                 [target, source = live.view] { target.cpu_view().copy_(source); });
+  launch_task_op(device.index(), plan.name.c_str(),
+                 [target, source = live.view] { target.cpu_view().copy_(source); },
+                 {{&live.tpu, true}});
 }
 
 // The synchronous fallback: waits for the chip, runs the CPU kernel on views of chip memory.
@@ -181,8 +183,8 @@ void run_sync_fallback(const c10::OperatorHandle& op, const OpPlan& plan, c10::D
     at::Tensor tpu = at::empty_strided(result.sizes(), result.strides(),
                                        result.options().device(device));
     const executors::host::TensorSnapshot target(tpu);
-    engine::launch(device.index(), plan.name.c_str(),
-                   [target, result] { target.cpu_view().copy_(result); });
+    launch_task_op(device.index(), plan.name.c_str(),
+                   [target, result] { target.cpu_view().copy_(result); }, {{&tpu, true}});
     return tpu;
   };
   for (c10::IValue& value : cpu_stack) {
@@ -375,27 +377,28 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
   const bool fused = engine::current_policy().defers_ops();
   // Meta kernels read CPU index tensors, so such calls are not keyed by structure alone.
   const bool cacheable = !(plan.accepts_cpu_tensors && has_cpu_data_tensor(args));
-  SharedOutputSpecs specs = cacheable ? lookup_output_specs(signature) : nullptr;
+  SharedCachedCall cached = cacheable ? lookup_call(signature) : nullptr;
   const auto needs_data = [](const OutputSpecs& found) {
     return found.size() == 1 && found.front().kind == ReturnSpec::Kind::kSyncFallback;
   };
-  if (specs == nullptr) {
-    specs = std::make_shared<const OutputSpecs>(infer_output_specs(op, plan, args));
-    if (needs_data(*specs)) {
+  if (cached == nullptr) {
+    cached = std::make_shared<const CachedCall>(infer_output_specs(op, plan, args));
+    if (needs_data(cached->outputs)) {
       run_sync_fallback(op, plan, device, args, results);
       // Cached only now: had the CPU kernel rejected the input, this structure may still be
       // fine with other scalar values.
-      if (cacheable) store_output_specs(std::move(signature), specs);
+      if (cacheable) store_call(std::move(signature), cached);
       return results;
     }
     // Shapes passed (Meta); dtypes next, before the signature is cached, so that a failing
     // call fails again next time.
     if (plan.pointwise && plan.mutates_args) check_dtypes_on_cpu_stand_ins(op, plan, args);
-    if (cacheable) store_output_specs(std::move(signature), specs);
-  } else if (needs_data(*specs)) {
+    if (cacheable) store_call(std::move(signature), cached);
+  } else if (needs_data(cached->outputs)) {
     run_sync_fallback(op, plan, device, args, results);
     return results;
   }
+  const OutputSpecs& specs = cached->outputs;
 
   std::vector<at::Tensor> fresh;  // outputs allocated here (written by the queued op)
   std::vector<at::Tensor> outputs;
@@ -406,7 +409,7 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
     outputs.push_back(realize(spec, args, flat_args, device, fresh));
     return outputs.back();
   };
-  for (const ReturnSpec& ret : *specs) {
+  for (const ReturnSpec& ret : specs) {
     if (ret.kind == ReturnSpec::Kind::kTensor) {
       results.push_back(realize_return(ret.tensors[0]));
     } else if (ret.kind == ReturnSpec::Kind::kTensorList) {
@@ -437,8 +440,18 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
                              [queued = std::move(queued)] { executors::host::run_kernel_call(*queued); },
                              std::move(description));
   } else {
-    engine::launch(device.index(), plan.name.c_str(),
-                   [queued = std::move(queued)] { executors::host::run_kernel_call(*queued); });
+    // Strict and Debug: the op runs as a one-node program, compiled once per call structure.
+    std::shared_ptr<const executors::Executable> executable =
+        cached->one_node.load(std::memory_order_acquire);
+    if (executable == nullptr) {
+      auto description = describe_op(plan, args, outputs, fresh, queued);
+      record_node(schema, plan, args, results, fresh, *description);
+      executable = engine::compile_one_node(plan.name.c_str(), std::move(description));
+      cached->one_node.store(executable, std::memory_order_release);
+    }
+    executors::RunBindings bindings;
+    bindings.recorded.push_back(std::move(queued));
+    engine::launch_one_node(device.index(), std::move(executable), std::move(bindings));
   }
   if (engine::current_policy().checks_nans_when_enabled() && engine::check_nans_enabled()) {
     check_finite(plan.name, outputs);
@@ -454,10 +467,6 @@ void generic_tpu_kernel(const c10::OperatorHandle& op, c10::DispatchKeySet,
   torch::jit::drop(*stack, num_args);
   stack->insert(stack->end(), std::make_move_iterator(results.begin()),
                 std::make_move_iterator(results.end()));
-}
-
-TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&generic_tpu_kernel>());
 }
 
 }  // namespace torch_tpu::ops

@@ -5,12 +5,11 @@
 // take the generic kernel. Found by the Hugging Face sweep.
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/ops/histc.h>
-#include <torch/library.h>
 
 #include "ops/generic_kernel.h"
+#include "ops/histogram.h"
 
 namespace torch_tpu::ops {
-namespace {
 
 void histc(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::Stack* stack) {
   const auto args = torch::jit::last(*stack, 4);
@@ -27,9 +26,4 @@ void histc(const c10::OperatorHandle& op, c10::DispatchKeySet keys, torch::jit::
   stack->emplace_back(std::move(counts));
 }
 
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("histc", torch::CppFunction::makeFromBoxedFunction<&histc>());
-}
-
-}  // namespace
 }  // namespace torch_tpu::ops

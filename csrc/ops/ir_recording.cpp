@@ -188,7 +188,6 @@ void record_node(const c10::FunctionSchema& schema, const OpPlan& plan, BoxedArg
 
 std::shared_ptr<const engine::OpDescription> describe_tensors(
     const char* op_name, std::initializer_list<std::pair<const at::Tensor*, bool>> tensors) {
-  if (!engine::current_policy().defers_ops()) return nullptr;
   auto description = std::make_shared<engine::OpDescription>();
   description->node.op = op_name;
   for (const auto& [tensor, written] : tensors) {

@@ -28,9 +28,9 @@ void record_node(const c10::FunctionSchema& schema, const OpPlan& plan, BoxedArg
                  const torch::jit::Stack& results, const std::vector<at::Tensor>& fresh,
                  engine::OpDescription& description);
 
-// In fused mode, the description of an op that is not a dispatcher call (a copy between host
-// and chip) touching `tensors` (tensor, written): a node named `op_name` with those tensors as
-// arguments. Null outside fused mode (no cost in Strict).
+// The description of an op that is not a generic-kernel call (a copy between host and chip)
+// touching `tensors` (tensor, written): a node named `op_name` with its tpu tensors as
+// arguments.
 std::shared_ptr<const engine::OpDescription> describe_tensors(
     const char* op_name, std::initializer_list<std::pair<const at::Tensor*, bool>> tensors);
 

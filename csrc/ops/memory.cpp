@@ -1,15 +1,8 @@
-// Memory and metadata kernels: tensor creation, views, resize_ and set_. Views never copy and
-// never reach the chip: they share the base's storage (DESIGN §3).
+// Memory and metadata kernels: tensor creation, resize_, set_ and record_stream (memory.h).
+#include "ops/memory.h"
+
 #include <ATen/EmptyTensor.h>
-#include <ATen/ops/_reshape_alias_native.h>
-#include <ATen/ops/as_strided_native.h>
-#include <ATen/ops/set_native.h>
-#include <ATen/ops/unfold_native.h>
-#include <ATen/ops/view_as_complex_native.h>
-#include <ATen/ops/view_as_real_native.h>
-#include <ATen/ops/view_native.h>
 #include <c10/core/DeviceGuard.h>
-#include <torch/library.h>
 
 #include "privateuse1/device_allocator.h"
 #include "privateuse1/dtypes.h"
@@ -23,6 +16,8 @@ c10::Device tpu_device(std::optional<c10::Device> device) {
   TORCH_CHECK(result.type() == c10::DeviceType::PrivateUse1, "expected a tpu device, got ", result);
   return result;
 }
+
+}  // namespace
 
 at::Tensor empty_memory_format(c10::IntArrayRef size, std::optional<c10::ScalarType> dtype,
                                std::optional<c10::Layout> layout,
@@ -117,30 +112,6 @@ void reject_quantized(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   }
   TORCH_CHECK_TYPE(false, "not supported on tpu yet: dtype ", dtype, " (quantized, in ",
                    op.schema().name(), ")");
-}
-
-}  // namespace
-
-TORCH_LIBRARY_IMPL(_, QuantizedPrivateUse1, m) {
-  m.fallback(torch::CppFunction::makeFromBoxedFunction<&reject_quantized>());
-}
-
-TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
-  m.impl("record_stream", TORCH_FN(record_stream));
-  m.impl("_has_compatible_shallow_copy_type", TORCH_FN(has_compatible_shallow_copy_type));
-  m.impl("empty.memory_format", TORCH_FN(empty_memory_format));
-  m.impl("empty_strided", TORCH_FN(empty_strided));
-  m.impl("as_strided", TORCH_FN(at::native::as_strided_tensorimpl));
-  m.impl("view", TORCH_FN(at::native::view));
-  m.impl("_reshape_alias", TORCH_FN(at::native::_reshape_alias));
-  m.impl("unfold", TORCH_FN(at::native::unfold));
-  m.impl("view_as_real", TORCH_FN(at::native::view_as_real));
-  m.impl("view_as_complex", TORCH_FN(at::native::view_as_complex));
-  m.impl("resize_", TORCH_FN(resize_));
-  m.impl("set_.source_Storage_storage_offset", TORCH_FN(set_storage));
-  m.impl("set_.source_Storage", TORCH_FN(at::native::set_));
-  m.impl("set_.source_Tensor", TORCH_FN(at::native::set_tensor_));
-  m.impl("set_", TORCH_FN(set_empty));
 }
 
 }  // namespace torch_tpu::ops

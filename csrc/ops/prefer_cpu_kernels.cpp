@@ -21,6 +21,7 @@
 #include <torch/library.h>
 
 #include "ops/generic_kernel.h"
+#include "ops/prefer_cpu_kernels.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -32,10 +33,9 @@ bool prefers_cpu_kernel(const c10::OperatorHandle& op) {
           op.hasKernelForDispatchKey(c10::DispatchKey::CompositeExplicitAutogradNonFunctional));
 }
 
-// Runs when our library loads: every aten op is registered by then (libtorch loaded first).
-const bool g_registered = [] {
-  static torch::Library library(torch::Library::IMPL, "aten", c10::DispatchKey::PrivateUse1,
-                                __FILE__, __LINE__);
+}  // namespace
+
+void register_generic_kernel_over_composites(torch::Library& library) {
   auto& dispatcher = c10::Dispatcher::singleton();
   for (const c10::OperatorName& name : dispatcher.getAllOpNames()) {
     if (name.name.rfind("aten::", 0) != 0) continue;
@@ -53,8 +53,6 @@ const bool g_registered = [] {
                    torch::CppFunction::makeFromBoxedFunction<&generic_tpu_kernel>());
     }
   }
-  return true;
-}();
+}
 
-}  // namespace
 }  // namespace torch_tpu::ops

@@ -116,7 +116,7 @@ struct SignatureHash {
 };
 
 std::shared_mutex g_mutex;
-std::unordered_map<CallSignature, SharedOutputSpecs, SignatureHash> g_cache;
+std::unordered_map<CallSignature, SharedCachedCall, SignatureHash> g_cache;
 std::atomic<int64_t> g_hits{0};
 std::atomic<int64_t> g_misses{0};
 
@@ -132,7 +132,7 @@ CallSignature call_signature(const OpPlan& plan, BoxedArgs args) {
   return signature;
 }
 
-SharedOutputSpecs lookup_output_specs(const CallSignature& signature) {
+SharedCachedCall lookup_call(const CallSignature& signature) {
   std::shared_lock<std::shared_mutex> lock(g_mutex);
   auto it = g_cache.find(signature);
   if (it == g_cache.end()) {
@@ -143,10 +143,10 @@ SharedOutputSpecs lookup_output_specs(const CallSignature& signature) {
   return it->second;
 }
 
-void store_output_specs(CallSignature signature, SharedOutputSpecs specs) {
+void store_call(CallSignature signature, SharedCachedCall call) {
   std::unique_lock<std::shared_mutex> lock(g_mutex);
   if (g_cache.size() >= kMaxEntries) g_cache.clear();
-  g_cache.emplace(std::move(signature), std::move(specs));
+  g_cache.emplace(std::move(signature), std::move(call));
 }
 
 void reset_shape_cache_stats() {

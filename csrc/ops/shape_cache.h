@@ -4,6 +4,7 @@
 // first step no op pays for shape inference (PyTorch's Meta kernels for many ops are Python).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -13,6 +14,7 @@
 #include <ATen/core/stack.h>
 #include <c10/util/SmallVector.h>
 
+#include "executors/executor.h"
 #include "ops/boxed_args.h"
 #include "ops/op_plan.h"
 
@@ -43,11 +45,22 @@ using OutputSpecs = std::vector<ReturnSpec>;
 using CallSignature = std::vector<int64_t>;
 CallSignature call_signature(const OpPlan& plan, BoxedArgs args);
 
+// A cached call: its outputs and, once a Strict or Debug call of its structure has run, the
+// one-node program it runs as (engine::compile_one_node). Calls of one signature differ in IR
+// only in which arguments share a storage and where in it they lie, which the host executor's
+// one-node programs do not depend on. TODO(#22): key those too for an executor that compiles
+// from buffers.
+struct CachedCall {
+  explicit CachedCall(OutputSpecs outputs) : outputs(std::move(outputs)) {}
+  const OutputSpecs outputs;
+  mutable std::atomic<std::shared_ptr<const executors::Executable>> one_node;
+};
+
 // Thread-safe lookup/insert. A full cache is cleared (it only ever holds re-derivable data).
-// Entries are immutable and shared, so a hit costs a refcount, not a copy.
-using SharedOutputSpecs = std::shared_ptr<const OutputSpecs>;
-SharedOutputSpecs lookup_output_specs(const CallSignature& signature);  // nullptr on a miss
-void store_output_specs(CallSignature signature, SharedOutputSpecs specs);
+// Entries are shared, so a hit costs a refcount, not a copy.
+using SharedCachedCall = std::shared_ptr<const CachedCall>;
+SharedCachedCall lookup_call(const CallSignature& signature);  // nullptr on a miss
+void store_call(CallSignature signature, SharedCachedCall call);
 
 struct ShapeCacheStats {
   int64_t hits = 0;

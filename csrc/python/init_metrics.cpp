@@ -1,7 +1,11 @@
 // torch_tpu.metrics(): ops launched, CPU fallbacks by op, syncs by reason, fused mode's counters.
+#include <chrono>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "engine/active_executor.h"
+#include "engine/executable_cache.h"
 #include "engine/metrics.h"
 #include "executors/host/kernel_metrics.h"
 #include "ops/shape_cache.h"
@@ -69,6 +73,15 @@ void init_metrics(py::module_& m) {
     fused["compiled_kernel_runs"] = kernels.compiled_kernel_runs;
     fused["interpreted_kernel_runs"] = kernels.interpreted_kernel_runs;
     result["fusion"] = fused;
+    const engine::ExecutableCacheStats executables = engine::executable_cache().stats();
+    py::dict programs;
+    programs["executor"] = engine::active_executor().name();
+    programs["one_node_runs"] = snapshot.one_node_runs;
+    programs["compiled"] = executables.misses;
+    programs["cache_hits"] = executables.hits;
+    programs["cached"] = engine::executable_cache().size();
+    programs["compile_seconds"] = std::chrono::duration<double>(executables.compile_time).count();
+    result["programs"] = programs;
     return result;
   });
   m.def("_reset_metrics", [] {
@@ -76,6 +89,7 @@ void init_metrics(py::module_& m) {
     executors::host::reset_kernel_metrics();
     g_never_allocated_baseline = never_allocated_totals();
     ops::reset_shape_cache_stats();
+    engine::executable_cache().reset_stats();
   });
 }
 

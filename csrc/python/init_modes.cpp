@@ -2,8 +2,10 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include "engine/active_executor.h"
 #include "engine/deferral.h"
 #include "engine/mode.h"
+#include "executors/host/host_executor.h"
 #include "executors/host/kernel_compiler.h"
 #include "executors/host/program_run.h"
 #include "runtime/chip.h"
@@ -13,8 +15,10 @@ namespace torch_tpu::python {
 namespace py = pybind11;
 
 void init_modes(py::module_& m) {
-  // The layers meet here: the engine's flushes plan programs with the host executor, and the
-  // runtime's allocator marks wait behind the engine's deferred ops.
+  // The layers meet here: the engine compiles and runs one-node programs with the host
+  // executor, its flushes plan programs with the host executor's runner, and the runtime's
+  // allocator marks wait behind the engine's deferred ops.
+  engine::set_active_executor(&executors::host::host_executor());
   engine::set_program_runner(&executors::host::program_runner());
   runtime::set_mark_recorder(&engine::record_mark);
 

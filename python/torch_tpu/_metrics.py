@@ -6,8 +6,14 @@ from . import _C
 
 def metrics() -> dict:
     """``{"ops_launched": int, "fallbacks": {op: count}, "syncs": {reason: count},
-    "shape_cache": {"hits": int, "misses": int, "entries": int}, "fusion": {...}}``. A training
-    loop in steady state should show no new shape-cache misses.
+    "shape_cache": {"hits": int, "misses": int, "entries": int}, "programs": {...},
+    "fusion": {...}}``. A training loop in steady state should show no new shape-cache misses.
+
+    ``programs``: the ``executor`` that compiles and runs programs (``"host"``),
+    ``one_node_runs`` (Strict and Debug ops, each run as a one-node program), and the
+    executable cache's ``compiled`` (programs compiled: one per op structure in Strict and
+    Debug), ``cache_hits``, ``cached`` and ``compile_seconds``. Fused mode's planned programs
+    are counted under ``fusion``.
 
     ``fusion`` (fused mode): ``flushes`` by reason, ``programs_planned``, ``cache_hits``,
     ``cache_misses``, ``programs_run``, ``fused_kernels_run``, ``nodes_executed``,

@@ -503,7 +503,7 @@ def tpu_kernel_of(op_name):
 def test_structured_ops_take_the_generic_kernel_and_hot_ones_are_unboxed():
     # Not the composite wrapper (host meta per call): our kernel, registered explicitly.
     for op in ("aten::add.Tensor", "aten::mm", "aten::atan2", "aten::add_.Tensor"):
-        assert "ops/prefer_cpu_kernels.cpp" in tpu_kernel_of(op)
+        assert "ops/registration.cpp" in tpu_kernel_of(op)
     # The hottest functional ops box their tensors borrowed (no GIL round trip per input).
     for op in ("aten::add.Tensor", "aten::mul.Tensor", "aten::mm", "aten::silu_backward"):
         assert "[ boxed unboxed ]" in tpu_kernel_of(op)

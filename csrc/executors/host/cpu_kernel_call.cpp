@@ -67,4 +67,6 @@ void run_kernel_call_on(const CpuKernelCall& call, const std::function<at::Tenso
   call_cpu(call.cpu_op, cpu_stack);
 }
 
+void CpuKernelCall::run() const { run_kernel_call(*this); }
+
 }  // namespace torch_tpu::executors::host

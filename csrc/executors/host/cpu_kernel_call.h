@@ -11,12 +11,14 @@
 #include <c10/util/SmallVector.h>
 
 #include "executors/host/captured_args.h"
+#include "executors/host/host_work.h"
 #include "executors/host/tensor_snapshot.h"
 
 namespace torch_tpu::executors::host {
 
-struct CpuKernelCall {
+struct CpuKernelCall final : HostWork {
   explicit CpuKernelCall(c10::OperatorHandle op) : cpu_op(std::move(op)) {}
+  void run() const override;  // run_kernel_call(*this)
 
   c10::OperatorHandle cpu_op;
   CapturedArgs captured;

@@ -21,6 +21,10 @@ namespace {
 using engine::description_of;
 using engine::OpDescription;
 
+// The executable cache's name for planned programs: apart from the host executor's compiled
+// one-node programs ("host"), which a one-op flush has the structure of.
+constexpr const char* kPlannedPrograms = "host:planned";
+
 // A planned program as the engine's executable cache holds it.
 struct HostProgram : Executable {
   explicit HostProgram(ProgramPlan plan) : plan(std::move(plan)) {}
@@ -160,7 +164,7 @@ std::vector<engine::PlannedTask> HostProgramRunner::plan(runtime::Stream&,
   const bool dumping = dump_directory() != nullptr;
   const ir::Program ir = engine::assemble_program(pending, /*with_issue_sites=*/dumping);
   const engine::ExecutableCache::Lookup found =
-      engine::executable_cache().get_or_build("host", ir, [&] {
+      engine::executable_cache().get_or_build(kPlannedPrograms, ir, [&] {
         auto made = std::make_shared<const HostProgram>(host::plan(pending));
         if (dumping) dump_program(ir, made->plan, pending.size(), reason);
         return made;

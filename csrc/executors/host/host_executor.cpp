@@ -1,0 +1,104 @@
+#include "executors/host/host_executor.h"
+
+#include <cstring>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <unordered_set>
+
+#include "executors/host/host_work.h"
+#include "runtime/chip.h"
+
+namespace torch_tpu::executors::host {
+namespace {
+
+// Op names live as long as the process: a queued task names its op by pointer.
+const char* intern_op_name(const std::string& name) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string> names;
+  std::lock_guard<std::mutex> lock(mutex);
+  return names.insert(name).first->c_str();
+}
+
+// A compiled one-node program: its op's recorded work is all a run needs.
+struct OneNodeProgram final : Executable {
+  explicit OneNodeProgram(const char* op_name) : op_name(op_name) {}
+  const char* op_name;  // interned
+};
+
+runtime::Chip& chip_at(runtime::DeviceAddress address) {
+  runtime::Chip* chip = runtime::Runtime::instance().chip_of(address);
+  if (chip == nullptr) {
+    throw std::invalid_argument("host executor: " + std::to_string(address) +
+                                " is not a chip address");
+  }
+  return *chip;
+}
+
+class HostExecutor final : public Executor {
+ public:
+  std::string name() const override { return "host"; }
+
+  std::shared_ptr<const Executable> compile(const ir::Program& program) override {
+    if (program.nodes.size() != 1) {
+      throw std::invalid_argument(
+          "not supported yet: the host executor compiles one-node programs; a fused program "
+          "is planned from its ops' recorded work (executors/host/program_run.h)");
+    }
+    return std::make_shared<const OneNodeProgram>(intern_op_name(program.nodes.front().op));
+  }
+
+  void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
+           runtime::Stream& stream) override {
+    if (bindings.recorded.size() != 1 || bindings.recorded.front() == nullptr) {
+      throw std::invalid_argument("host executor: a one-node run needs its op's recorded work");
+    }
+    const char* op_name = static_cast<const OneNodeProgram&>(*executable).op_name;
+    // The host layer records only HostWork (host_work.h).
+    std::shared_ptr<const HostWork> work =
+        std::static_pointer_cast<const HostWork>(std::move(bindings.recorded.front()));
+    stream.enqueue(op_name, [work = std::move(work)] { work->run(); }, bindings.issued_at);
+  }
+
+  runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) override {
+    return runtime::Runtime::instance().chip(chip).allocator().allocate(bytes, stream);
+  }
+
+  // The caching allocator hands a block out again only to its own stream, whose queued work
+  // then runs first.
+  void free(int chip, runtime::DeviceAddress buffer) override {
+    runtime::Runtime::instance().chip(chip).allocator().free(buffer);
+  }
+
+  void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
+                      runtime::Stream& stream) override {
+    runtime::Chip& chip = chip_at(device);
+    stream.enqueue("tpu::copy_to_device",
+                   [&chip, host, device, bytes] { std::memcpy(chip.host_address(device), host, bytes); });
+  }
+
+  void copy_to_host(runtime::DeviceAddress device, void* host, size_t bytes,
+                    runtime::Stream& stream) override {
+    runtime::Chip& chip = chip_at(device);
+    stream.enqueue("tpu::copy_to_host",
+                   [&chip, host, device, bytes] { std::memcpy(host, chip.host_address(device), bytes); });
+  }
+
+  void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
+                      runtime::Stream& stream) override {
+    runtime::Chip& source = chip_at(from);
+    runtime::Chip& target = chip_at(to);
+    stream.enqueue("tpu::copy_on_device", [&source, &target, from, to, bytes] {
+      std::memmove(target.host_address(to), source.host_address(from), bytes);
+    });
+  }
+};
+
+}  // namespace
+
+Executor& host_executor() {
+  static HostExecutor executor;
+  return executor;
+}
+
+}  // namespace torch_tpu::executors::host
