@@ -14,6 +14,8 @@ LAYERS = [
     "executors",       # the executor interface and the null executor (executors/*.h, *.cpp)
     "engine",          # modes, recording, program assembly, executable cache, metrics
     "executors/host",  # the host executor: CPU kernel calls, fused kernels, planning
+    "executors/pjrt",  # the PJRT executor: plugin loading, client, StableHLO lowering (may
+                       # fall back to the host executor's kernels)
     "privateuse1",     # device integration: guard, hooks, allocators, generator, autocast
     "ops",             # ATen ops -> recorded nodes and kernel calls
     "distributed",     # the tpu_dist c10d backend

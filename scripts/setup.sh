@@ -29,3 +29,6 @@ fi
 # Conformance sweeps: PyTorch's OpInfo database needs expecttest; the Hugging Face sweep builds
 # models from the pinned transformers (it does not depend on torch, so torch stays as pinned).
 .venv/bin/pip install -q expecttest==0.3.0 transformers==5.24.0
+# The CPU PJRT plugin the PJRT layer's GoogleTests load (csrc/executors/pjrt/); no dependencies,
+# pinned by hash. A no-op once installed.
+.venv/bin/pip install -q --no-deps --require-hashes -r scripts/pjrt_plugins.txt

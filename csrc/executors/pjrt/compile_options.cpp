@@ -1,0 +1,49 @@
+#include "executors/pjrt/compile_options.h"
+
+#include <cstdint>
+#include <stdexcept>
+
+namespace torch_tpu::executors::pjrt {
+
+namespace {
+
+// Protocol buffers' wire format: a key is (field number << 3 | wire type); varint = 0,
+// length-delimited = 2. Varints carry 7 bits a byte, low bits first.
+void put_varint(std::string& out, uint64_t value) {
+  while (value >= 0x80) {
+    out.push_back(static_cast<char>((value & 0x7f) | 0x80));
+    value >>= 7;
+  }
+  out.push_back(static_cast<char>(value));
+}
+
+void put_varint_field(std::string& out, int field, uint64_t value) {
+  put_varint(out, static_cast<uint64_t>(field) << 3 | 0);
+  put_varint(out, value);
+}
+
+void put_message_field(std::string& out, int field, const std::string& message) {
+  put_varint(out, static_cast<uint64_t>(field) << 3 | 2);
+  put_varint(out, message.size());
+  out += message;
+}
+
+constexpr int kExecutableBuildOptionsField = 3;  // in CompileOptionsProto
+constexpr int kNumReplicasField = 4;             // in ExecutableBuildOptionsProto
+constexpr int kNumPartitionsField = 5;
+
+}  // namespace
+
+std::string compile_options_bytes(int num_replicas, int num_partitions) {
+  if (num_replicas < 1 || num_partitions < 1) {
+    throw std::invalid_argument("compile options need at least one replica and one partition");
+  }
+  std::string build_options;
+  put_varint_field(build_options, kNumReplicasField, static_cast<uint64_t>(num_replicas));
+  put_varint_field(build_options, kNumPartitionsField, static_cast<uint64_t>(num_partitions));
+  std::string options;
+  put_message_field(options, kExecutableBuildOptionsField, build_options);
+  return options;
+}
+
+}  // namespace torch_tpu::executors::pjrt
