@@ -368,7 +368,6 @@ void describe_into(const OpPlan& plan, BoxedArgs args, const std::vector<at::Ten
   return;
 }
 
-
 }  // namespace
 
 std::shared_ptr<engine::OpDescription> describe_op(
@@ -378,7 +377,8 @@ std::shared_ptr<engine::OpDescription> describe_op(
   auto work = std::make_shared<executors::host::HostOpWork>();
   describe_into(plan, args, outputs, fresh, queued, description.get(), *work);
   description->may_fuse = work->fusible != nullptr || !work->lanes.empty();
-  description->work = std::move(work);
+  // Ops that cannot fuse keep no work: the planner runs them as their task (host_work_of).
+  if (description->may_fuse) description->work = std::move(work);
   return description;
 }
 
