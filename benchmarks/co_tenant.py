@@ -10,7 +10,11 @@ AdamW, loss.item()): one on a quiet machine, one while a neighbour process spins
 busy loop, no torch, started before the block and killed after it, with a deadline of its own
 so it never outlives the run), their order swapped every round. The slowdown is the median over
 rounds of busy / quiet (two blocks of the same round, run back to back, as in
-benchmarks/paired_blocks.py, so a slow spell of the machine cannot decide it).
+benchmarks/paired_blocks.py, so a slow spell of the machine cannot decide it). By default each
+busy block starts as the neighbour does, so it includes the time the tpu contenders' host team
+governor takes to notice it (and a quiet block after a busy one, the time it takes to notice it
+left); `--settle-s S` runs untimed training steps for S seconds after the neighbour started
+(and after it stopped) before the block: the steady state of a neighbour that stays.
 
 Also reported per contender: the process CPU time per step (getrusage; on a quiet machine
 about twice the wall time means both cores busy, spinning included) and the share of a core the
@@ -18,7 +22,10 @@ neighbour got during the busy blocks (from /proc/<pid>/stat; 1.0 means it had a 
 own), and the most cores' worth any other program used during a block ("others", from
 /proc/stat minus this process and the neighbour: near 0 on a quiet machine; above ~0.1 the run
 was disturbed). Before and after the run the parent samples /proc/stat for 1 s and reports how
-busy the machine was and whether a compiler (cc1plus) was running.
+busy the machine was and whether a compiler (cc1plus) was running. For the tpu contenders it
+also reports what the host team governor did (torch_tpu.metrics()["host_team"]: how often the
+main thread's OpenMP team shrank and grew back, and its size at the end of quiet and of busy
+blocks); `--env TORCH_TPU_HOST_TEAM=fixed` runs them without it.
 
 Prints a table and writes benchmarks/results/co_tenant.json.
 """
@@ -66,8 +73,12 @@ class Neighbour:
         self.process = subprocess.Popen([sys.executable, "-S", "-c", NEIGHBOUR, str(self.limit_s)],
                                         stdout=subprocess.PIPE, text=True)
         self.process.stdout.readline()
-        self._start = (time.perf_counter(), self._cpu_seconds())
+        self.restart_measure()
         return self
+
+    def restart_measure(self):
+        """Measures its share of a core from now on (not while the block had not begun)."""
+        self._start = (time.perf_counter(), self._cpu_seconds())
 
     def __exit__(self, *exc):
         try:
@@ -92,9 +103,10 @@ def _machine_busy_seconds():
     return (sum(values) - values[3] - values[4]) / os.sysconf("SC_CLK_TCK")
 
 
-def child(contender, rounds, block_steps, warmup, before_block=None):
-    """Per-round quiet and busy block times of `contender`'s training step, in this process.
-    `before_block(busy)` (optional) is called before each block: a hook for experiments."""
+def child(contender, rounds, block_steps, warmup, settle_s=0.0, before_block=None):
+    """Per-round quiet and busy block times of `contender`'s training step, in this process,
+    each block after `settle_s` seconds of untimed steps in its condition. `before_block(busy)`
+    (optional) is called before each block: a hook for experiments."""
     import torch
     import torch_tpu
     from torch_tpu.demo.train import TrainingStep
@@ -113,6 +125,12 @@ def child(contender, rounds, block_steps, warmup, before_block=None):
         return (time.perf_counter() - start[0], _process_cpu_seconds() - start[1],
                 _machine_busy_seconds() - start[2])
 
+    def settle():
+        deadline = time.perf_counter() + settle_s
+        while time.perf_counter() < deadline:
+            trainer.step(counter[0])
+            counter[0] += 1
+
     for _ in range(warmup):
         trainer.step(counter[0])
         counter[0] += 1
@@ -120,7 +138,7 @@ def child(contender, rounds, block_steps, warmup, before_block=None):
         torch_tpu.wait_for_kernel_compiles()
     result = {"contender": contender, "threads": torch.get_num_threads(),
               "quiet": [], "busy": [], "quiet_cpu": [], "busy_cpu": [], "neighbour_share": [],
-              "foreign_cores": []}
+              "foreign_cores": [], "quiet_team": [], "busy_team": []}
     for r in range(rounds):
         for busy in ((False, True) if r % 2 == 0 else (True, False)):
             if before_block is not None:
@@ -128,17 +146,25 @@ def child(contender, rounds, block_steps, warmup, before_block=None):
             neighbour_cpu = 0.0
             if busy:
                 with Neighbour() as neighbour:
+                    settle()
+                    neighbour.restart_measure()
                     wall, cpu, machine = block()
                 result["neighbour_share"].append(neighbour.cpu_share)
                 neighbour_cpu = neighbour.cpu_seconds
             else:
+                settle()
                 wall, cpu, machine = block()
             # Cores' worth used by other programs (neither this process nor the neighbour):
             # ~0 on a quiet machine; more means the run was disturbed.
             result["foreign_cores"].append(max(0.0, machine - cpu - neighbour_cpu) / wall)
             result["busy" if busy else "quiet"].append(wall)
             result["busy_cpu" if busy else "quiet_cpu"].append(cpu)
+            if device == "tpu":
+                team = torch_tpu.metrics()["host_team"]["threads"]
+                result["busy_team" if busy else "quiet_team"].append(team)
     result["tokens_per_block"] = block_steps * trainer.tokens_per_step
+    if device == "tpu":
+        result["host_team"] = torch_tpu.metrics()["host_team"]
     return result
 
 
@@ -147,7 +173,7 @@ def run_child(contender, args, extra_env):
     env.update(extra_env)
     command = [sys.executable, os.path.abspath(__file__), "--child", contender,
                "--rounds", str(args.rounds), "--block-steps", str(args.block_steps),
-               "--warmup", str(args.warmup)]
+               "--warmup", str(args.warmup), "--settle-s", str(args.settle_s)]
     out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=600)
     if out.returncode != 0:
         raise RuntimeError(f"{contender} child failed:\n{out.stderr[-4000:]}")
@@ -193,13 +219,17 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--block-steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=5)
+    parser.add_argument("--settle-s", type=float, default=0.0,
+                        help="untimed steps for this long after the neighbour starts or stops, "
+                             "before each block (default 0: blocks start as it does)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="set in the children's environment (e.g. OMP_WAIT_POLICY=PASSIVE)")
     parser.add_argument("--output", default=os.path.join(HERE, "results", "co_tenant.json"))
     parser.add_argument("--child", default=None, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        print(json.dumps(child(args.child, args.rounds, args.block_steps, args.warmup)))
+        print(json.dumps(child(args.child, args.rounds, args.block_steps, args.warmup,
+                               args.settle_s)))
         return
 
     contenders = [c for c in args.contenders.split(",") if c]
@@ -211,7 +241,8 @@ def main():
 
     env_note = " ".join(args.env) or "default environment"
     print(f"demo training step (batch 8 x seq 64, AdamW, loss.item()), {os.cpu_count()} CPUs, "
-          f"{env_note}; median of {args.rounds} rounds of {args.block_steps}-step blocks, "
+          f"{env_note}; median of {args.rounds} rounds of {args.block_steps}-step blocks"
+          f"{f' after {args.settle_s:g} s to settle' if args.settle_s else ''}, "
           f"quiet vs one busy neighbour process")
     print(f"{'contender':<10}{'quiet tok/s':>12}{'busy tok/s':>12}{'slowdown':>10}{'(min-max)':>13}"
           f"{'cpu/wall q':>12}{'cpu/wall b':>12}{'nbr core':>10}{'others':>8}   target <= {TARGET}x")
@@ -222,12 +253,19 @@ def main():
               f"{s['slowdown']:>9.2f}x{spread:>13}"
               f"{s['quiet_cpu_per_wall']:>12.2f}{s['busy_cpu_per_wall']:>12.2f}"
               f"{s['neighbour_share']:>10.2f}{s['foreign_cores_max']:>8.2f}   {'met' if s['met'] else 'NOT met'}")
+    for c in contenders:
+        team = runs[c].get("host_team")
+        if team is not None:
+            print(f"{c} host team ({team['policy']}): {team['shrinks']} shrinks, "
+                  f"{team['grows']} grows; threads at the end of quiet blocks "
+                  f"{runs[c]['quiet_team']}, of busy blocks {runs[c]['busy_team']}")
     print(f"machine before the run: {before['busy_fraction']:.0%} busy, load {' '.join(before['loadavg'])}, "
           f"{before['cc1plus']} cc1plus; after: {after['busy_fraction']:.0%} busy, {after['cc1plus']} cc1plus")
     os.makedirs(os.path.dirname(os.path.abspath(args.output)), exist_ok=True)
     with open(args.output, "w") as f:
         json.dump({"cpus": os.cpu_count(), "target_slowdown": TARGET, "env": extra_env,
                    "block_steps": args.block_steps, "rounds": args.rounds,
+                   "settle_s": args.settle_s,
                    "machine_before": before, "machine_after": after,
                    "results": results, "runs": runs}, f, indent=2)
 

@@ -51,7 +51,8 @@ void launch(int device, const char* op_name, runtime::Task task);
 // wrapper, and freeing that needs the GIL, so a host waiting with the GIL held would deadlock.
 using BlockingWaitWrapper = void (*)(const std::function<void()>& wait);
 void set_blocking_wait_wrapper(BlockingWaitWrapper wrapper);
-// Runs `wait` (which blocks on chip work) through the installed wrapper.
+// Runs `wait` (which blocks on chip work) through the installed wrapper, with the main thread's
+// OpenMP team sized for the wait (engine/host_team.h).
 void blocking_wait(const std::function<void()>& wait);
 
 // Host waits, counted by reason in metrics. Each raises the first kept async error.

@@ -1,4 +1,5 @@
-// torch_tpu.metrics(): ops launched, CPU fallbacks by op, syncs by reason, fused mode's counters.
+// torch_tpu.metrics(): ops launched, CPU fallbacks by op, syncs by reason, programs, fused
+// mode's counters, the host thread team's size.
 #include <chrono>
 
 #include <pybind11/pybind11.h>
@@ -6,6 +7,7 @@
 
 #include "engine/active_executor.h"
 #include "engine/executable_cache.h"
+#include "engine/host_team.h"
 #include "engine/metrics.h"
 #include "executors/host/kernel_metrics.h"
 #include "ops/shape_cache.h"
@@ -40,6 +42,10 @@ NeverAllocated g_never_allocated_baseline;
 }  // namespace
 
 void init_metrics(py::module_& m) {
+  // An unknown TORCH_TPU_HOST_TEAM is reported at import, not at the first sync that reads it.
+  if (const std::string& problem = engine::host_team_setting_problem(); !problem.empty()) {
+    if (PyErr_WarnEx(PyExc_UserWarning, problem.c_str(), 1) != 0) throw py::error_already_set();
+  }
   m.def("_metrics", [] {
     const engine::MetricsSnapshot snapshot = engine::metrics_snapshot();
     py::dict result;
@@ -82,11 +88,20 @@ void init_metrics(py::module_& m) {
     programs["cached"] = engine::executable_cache().size();
     programs["compile_seconds"] = std::chrono::duration<double>(executables.compile_time).count();
     result["programs"] = programs;
+    const engine::HostTeamMetrics team = engine::host_team_metrics();
+    py::dict host_team;
+    host_team["policy"] = team.policy == engine::HostTeamPolicy::kFixed ? "fixed" : "auto";
+    host_team["threads"] = team.threads;
+    host_team["shrinks"] = team.shrinks;
+    host_team["grows"] = team.grows;
+    host_team["others_load"] = team.others_load;  // None before the first window
+    result["host_team"] = host_team;
     return result;
   });
   m.def("_reset_metrics", [] {
     engine::reset_metrics();
     executors::host::reset_kernel_metrics();
+    engine::reset_host_team_metrics();
     g_never_allocated_baseline = never_allocated_totals();
     ops::reset_shape_cache_stats();
     engine::executable_cache().reset_stats();

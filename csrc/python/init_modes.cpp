@@ -4,6 +4,7 @@
 
 #include "engine/active_executor.h"
 #include "engine/deferral.h"
+#include "engine/host_team.h"
 #include "engine/mode.h"
 #include "executors/host/host_executor.h"
 #include "executors/host/kernel_compiler.h"
@@ -21,6 +22,7 @@ void init_modes(py::module_& m) {
   engine::set_active_executor(&executors::host::host_executor());
   engine::set_program_runner(&executors::host::program_runner());
   runtime::set_mark_recorder(&engine::record_mark);
+  engine::install_host_team_hooks();
 
   m.def("_get_mode", [] { return std::string(engine::current_policy().name()); });
   m.def("_set_mode", [](const std::string& name) { engine::set_mode(name); });

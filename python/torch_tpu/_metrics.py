@@ -1,5 +1,5 @@
 """Counters that prove what the backend did: ops launched, CPU fallbacks by op, host syncs by
-reason."""
+reason; and the size of the host thread's team."""
 
 from . import _C
 
@@ -7,7 +7,8 @@ from . import _C
 def metrics() -> dict:
     """``{"ops_launched": int, "fallbacks": {op: count}, "syncs": {reason: count},
     "shape_cache": {"hits": int, "misses": int, "entries": int}, "programs": {...},
-    "fusion": {...}}``. A training loop in steady state should show no new shape-cache misses.
+    "fusion": {...}, "host_team": {...}}``. A training loop in steady state should show no new
+    shape-cache misses.
 
     ``programs``: the ``executor`` that compiles and runs programs (``"host"``),
     ``one_node_runs`` (Strict and Debug ops, each run as a one-node program), and the
@@ -22,7 +23,17 @@ def metrics() -> dict:
     so they never took chip memory), for kernels compiled once hot ``kernels_compiled``,
     ``kernels_loaded_from_cache``, ``kernel_compile_failures``, ``compiled_kernel_runs``, and
     ``interpreted_kernel_runs`` (fused kernels the register loop interpreted; the rest of
-    ``fused_kernels_run`` ran PyTorch's kernels on chunks)."""
+    ``fused_kernels_run`` ran PyTorch's kernels on chunks).
+
+    ``host_team``: the OpenMP team the main thread runs the chip's kernels with while it waits
+    for them (a host wait runs the queued work itself). ``policy`` is ``"auto"`` (the default:
+    waits use a smaller team while other processes crowd its cores, and the full
+    ``torch.set_num_threads`` count again once they leave; that count, and CPU work outside
+    waits, are left alone) or ``"fixed"`` (``TORCH_TPU_HOST_TEAM=fixed``: always the full
+    count); ``threads``, the team size waits use as of the last sample; ``shrinks`` and
+    ``grows``, the resizes (``reset_metrics()`` zeroes these two); ``others_load``, the cores
+    other processes kept busy over the last sampling window (sampled as host waits end, at most
+    every 100 ms; ``None`` before the first window)."""
     return _C._metrics()
 
 

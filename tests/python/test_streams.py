@@ -210,8 +210,10 @@ def test_kernels_never_start_a_second_openmp_team():
 
 
 # After a long takeover in Strict mode the host frees its OpenMP team, so its helper does not
-# spin on the core the worker needs while the host issues the next ops (engine/launch.cpp).
-# Debug mode has no worker running alongside the host: its team stays.
+# spin on the core the worker needs while the host issues the next ops (engine/host_team.cpp).
+# Debug mode has no worker running alongside the host: its team stays. With the team's size
+# fixed: on a machine other programs keep busy, the governor (TORCH_TPU_HOST_TEAM=auto) would
+# rightly shrink and free Debug's team too (test_host_team.py).
 RELEASE_AFTER_TAKEOVER_SCRIPT = """
 import os, time, torch, torch_tpu
 torch.set_num_threads(2)
@@ -242,5 +244,6 @@ for mode in ("strict", "debug"):
 
 def test_strict_host_frees_its_openmp_team_after_a_long_takeover():
     from conftest import run_python_ok
-    released = dict(line.split() for line in run_python_ok(RELEASE_AFTER_TAKEOVER_SCRIPT).split("\n") if line)
+    out = run_python_ok(RELEASE_AFTER_TAKEOVER_SCRIPT, env={"TORCH_TPU_HOST_TEAM": "fixed"})
+    released = dict(line.split() for line in out.split("\n") if line)
     assert released == {"strict": "1", "debug": "0"}, released
