@@ -1,0 +1,53 @@
+// The one table from IR op schema names to StableHLO lowerings. An out= or in-place variant
+// maps to its functional form's lowering: the program lowering writes the result where the
+// node's return lives.
+#include <algorithm>
+#include <unordered_map>
+
+#include "executors/pjrt/lowering/op_lowering.h"
+
+namespace torch_tpu::executors::pjrt::lowering {
+namespace {
+
+const std::unordered_map<std::string, OpLowering>& table() {
+  static const std::unordered_map<std::string, OpLowering> lowerings = {
+      {"aten::add.Tensor", lower_add},      {"aten::add.Scalar", lower_add},
+      {"aten::add.out", lower_add},         {"aten::add_.Tensor", lower_add},
+      {"aten::add_.Scalar", lower_add},
+      {"aten::sub.Tensor", lower_sub},      {"aten::sub.Scalar", lower_sub},
+      {"aten::sub.out", lower_sub},         {"aten::sub_.Tensor", lower_sub},
+      {"aten::sub_.Scalar", lower_sub},
+      {"aten::mul.Tensor", lower_mul},      {"aten::mul.Scalar", lower_mul},
+      {"aten::mul.out", lower_mul},         {"aten::mul_.Tensor", lower_mul},
+      {"aten::mul_.Scalar", lower_mul},
+      {"aten::div.Tensor", lower_div},      {"aten::div.Scalar", lower_div},
+      {"aten::div.out", lower_div},         {"aten::div_.Tensor", lower_div},
+      {"aten::div_.Scalar", lower_div},
+      {"aten::neg", lower_neg},             {"aten::neg.out", lower_neg},
+      {"aten::neg_", lower_neg},
+      {"aten::exp", lower_exp},             {"aten::exp.out", lower_exp},
+      {"aten::exp_", lower_exp},
+      {"aten::relu", lower_relu},           {"aten::relu_", lower_relu},
+      {"aten::mm", lower_mm},               {"aten::mm.out", lower_mm},
+      {"aten::bmm", lower_bmm},             {"aten::bmm.out", lower_bmm},
+      {"aten::sum.dim_IntList", lower_sum_dims}, {"aten::sum.IntList_out", lower_sum_dims},
+      {"aten::sum", lower_sum},
+  };
+  return lowerings;
+}
+
+}  // namespace
+
+OpLowering find_lowering(const std::string& op) {
+  const auto found = table().find(op);
+  return found == table().end() ? nullptr : found->second;
+}
+
+std::vector<std::string> lowered_ops() {
+  std::vector<std::string> ops;
+  for (const auto& [name, lowering] : table()) ops.push_back(name);
+  std::sort(ops.begin(), ops.end());
+  return ops;
+}
+
+}  // namespace torch_tpu::executors::pjrt::lowering
