@@ -75,8 +75,41 @@ void check_range(const char* what, int64_t offset, size_t bytes, int64_t slot_by
 
 }  // namespace
 
+struct PjrtExecutor::ScalarBuffers {
+  static constexpr size_t kCapacity = 256;  // values kept; a full cache starts over
+
+  std::shared_ptr<const Buffer> get(const Client& client, const ir::ScalarValue& scalar) {
+    const bool as_bool = scalar.kind == ir::ScalarValue::Kind::kBool;
+    const bool as_int = scalar.kind == ir::ScalarValue::Kind::kInt;
+    const auto boolean = static_cast<uint8_t>(scalar.integer != 0);
+    const void* data = as_bool  ? static_cast<const void*>(&boolean)
+                       : as_int ? static_cast<const void*>(&scalar.integer)
+                                : static_cast<const void*>(&scalar.real);
+    uint64_t bits = 0;
+    std::memcpy(&bits, data, as_bool ? 1 : 8);
+    const std::pair<int, uint64_t> key{static_cast<int>(scalar.kind), bits};
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (auto found = buffers.find(key); found != buffers.end()) return found->second;
+    }
+    const capi::BufferType type = as_bool  ? capi::BufferType::kPred
+                                  : as_int ? capi::BufferType::kS64
+                                           : capi::BufferType::kF64;
+    auto buffer = std::make_shared<const Buffer>(client.copy_to_device(data, type, {}));
+    std::lock_guard<std::mutex> lock(mutex);
+    if (buffers.size() >= kCapacity) buffers.clear();
+    buffers.emplace(key, buffer);
+    return buffer;
+  }
+
+  std::mutex mutex;
+  std::map<std::pair<int, uint64_t>, std::shared_ptr<const Buffer>> buffers;
+};
+
 PjrtExecutor::PjrtExecutor(std::shared_ptr<Client> client)
-    : client_(std::move(client)), next_address_(kFirstSlotAddress) {
+    : client_(std::move(client)),
+      scalar_buffers_(std::make_shared<ScalarBuffers>()),
+      next_address_(kFirstSlotAddress) {
   if (client_ == nullptr) throw std::invalid_argument("PjrtExecutor: no client");
 }
 
@@ -118,7 +151,7 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
     }
     return bound;
   };
-  auto task = [client = client_, compiled, parameters = bind(lowered.parameter_storages),
+  auto task = [client = client_, scalar_cache = scalar_buffers_, compiled, parameters = bind(lowered.parameter_storages),
                results = bind(lowered.result_storages), addresses = bindings.storages,
                scalars = std::move(bindings.scalars)] {
     auto check = [&](ir::StorageId s, const Located& at) {
@@ -146,18 +179,7 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
       }
       arguments.push_back(at.slot->buffer);
     }
-    for (const ir::ScalarValue& scalar : scalars) {
-      const bool as_bool = scalar.kind == ir::ScalarValue::Kind::kBool;
-      const bool as_int = scalar.kind == ir::ScalarValue::Kind::kInt;
-      const auto boolean = static_cast<uint8_t>(scalar.integer != 0);
-      const void* data = as_bool ? static_cast<const void*>(&boolean)
-                         : as_int ? static_cast<const void*>(&scalar.integer)
-                                  : static_cast<const void*>(&scalar.real);
-      const capi::BufferType type = as_bool ? capi::BufferType::kPred
-                                    : as_int ? capi::BufferType::kS64
-                                             : capi::BufferType::kF64;
-      arguments.push_back(std::make_shared<const Buffer>(client->copy_to_device(data, type, {})));
-    }
+    for (const ir::ScalarValue& scalar : scalars) arguments.push_back(scalar_cache->get(*client, scalar));
     for (const auto& [s, at] : results) check(s, at);
     std::vector<const Buffer*> argument_list;
     for (const auto& argument : arguments) argument_list.push_back(argument.get());

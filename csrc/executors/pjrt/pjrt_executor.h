@@ -82,6 +82,10 @@ class PjrtExecutor final : public Executor {
   Located locate(runtime::DeviceAddress address) const;
 
   std::shared_ptr<Client> client_;
+  // 0-d buffers of recent Scalar values, shared with queued runs: a steady loop (the same
+  // alpha or learning rate every step) uploads none.
+  struct ScalarBuffers;
+  std::shared_ptr<ScalarBuffers> scalar_buffers_;
   mutable std::mutex mutex_;  // guards slots_ and next_address_
   std::map<runtime::DeviceAddress, std::shared_ptr<Slot>> slots_;  // by first address
   runtime::DeviceAddress next_address_;

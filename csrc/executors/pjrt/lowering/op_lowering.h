@@ -1,5 +1,5 @@
 // What an op's StableHLO lowering sees, and the lowerings themselves (one file per op family:
-// pointwise.cpp, matmul.cpp, reduction.cpp), listed in ONE table (registry.cpp). A lowering
+// pointwise.cpp, matmul.cpp, reduction.cpp, copy.cpp), listed in ONE table (registry.cpp). A lowering
 // is functional: it reads its arguments' values and returns one tensor per tensor return; the
 // program lowering (lower_program.cpp) writes those into the storages the node writes, so
 // out= and in-place variants share their functional form's lowering. Torch-free.
@@ -69,5 +69,9 @@ std::vector<Tensor> lower_mm(OpContext& context);         // mm, mm.out
 std::vector<Tensor> lower_bmm(OpContext& context);        // bmm, bmm.out
 std::vector<Tensor> lower_sum_dims(OpContext& context);   // sum.dim_IntList, sum.IntList_out
 std::vector<Tensor> lower_sum(OpContext& context);        // sum (all elements)
+std::vector<Tensor> lower_copy_(OpContext& context);      // copy_
+std::vector<Tensor> lower_clone(OpContext& context);      // clone, _to_copy
+std::vector<Tensor> lower_fill_(OpContext& context);      // fill_.Scalar
+std::vector<Tensor> lower_zero_(OpContext& context);      // zero_
 
 }  // namespace torch_tpu::executors::pjrt::lowering

@@ -32,6 +32,9 @@ const std::unordered_map<std::string, OpLowering>& table() {
       {"aten::bmm", lower_bmm},             {"aten::bmm.out", lower_bmm},
       {"aten::sum.dim_IntList", lower_sum_dims}, {"aten::sum.IntList_out", lower_sum_dims},
       {"aten::sum", lower_sum},
+      {"aten::copy_", lower_copy_},         {"aten::clone", lower_clone},
+      {"aten::_to_copy", lower_clone},      {"aten::fill_.Scalar", lower_fill_},
+      {"aten::zero_", lower_zero_},
   };
   return lowerings;
 }
