@@ -227,3 +227,45 @@ TEST_F(PjrtExecutorTest, UnwrittenBuffersReadAsZerosAndPartialCopiesWork) {
   EXPECT_EQ(download<float>(copy, 4), (std::vector<float>{0, 0, 7, 8}));
   EXPECT_EQ(executor_->live_slots(), 1u);
 }
+
+TEST_F(PjrtExecutorTest, ReadsAfterAnInPlaceWriteSeeTheNewContents) {
+  // s0 = x (live out), s1 = w; %2 = add_.Tensor(%0, %1, 2) over s0; %3 = mul.Tensor(%0, %1) in
+  // live-out s2. %0 read at node 1 is s0 as of node 1: x + 2w (program order, as on CPU).
+  Program program = inplace_add_program({4}, 2.0);
+  const TensorType type = row_major(DType::kFloat32, {4});
+  const StorageId product = program.add_storage(type.extent_bytes(), false, /*live_out=*/true);
+  program.add_node(make_node("aten::mul.Tensor", {Argument::tensor(0), Argument::tensor(1)},
+                             {{0, Access::kRead}, {1, Access::kRead}, {product, Access::kWrite}}));
+  program.add_return(type, product);
+  const std::vector<float> x = {1, 2, 3, 4}, w = {0.5f, -1, 2, 0};
+  const runtime::DeviceAddress s0 = upload(x), s2 = executor_->allocate(0, 16, 0);
+  executor_->run(executor_->compile(program), bind({s0, upload(w), s2}, dynamic_scalars(program)),
+                 stream_);
+  const std::vector<float> updated = download<float>(s0, 4), y = download<float>(s2, 4);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_FLOAT_EQ(updated[i], x[i] + 2 * w[i]) << i;
+    EXPECT_FLOAT_EQ(y[i], (x[i] + 2 * w[i]) * w[i]) << i;
+  }
+}
+
+TEST_F(PjrtExecutorTest, FreeingABufferKeepsItForRunsAlreadyQueued) {
+  const Program program = unary_program("aten::neg", row_major(DType::kFloat32, {4}),
+                                        row_major(DType::kFloat32, {4}));
+  const auto executable = executor_->compile(program);
+  const std::vector<float> x = {1, 2, 3, 4};
+  const runtime::DeviceAddress in = executor_->allocate(0, 16, 0), out = executor_->allocate(0, 16, 0);
+  // All queued before anything runs: the copy, the run, then the free of the input.
+  executor_->copy_to_device(x.data(), in, 16, stream_);
+  executor_->run(executable, bind({in, out}), stream_);
+  executor_->free(0, in);
+  EXPECT_EQ(download<float>(out, 4), (std::vector<float>{-1, -2, -3, -4}));
+  EXPECT_THROW(executor_->copy_to_host(in, nullptr, 16, stream_), std::invalid_argument);
+}
+
+TEST_F(PjrtExecutorTest, PartialCopyOnDeviceKeepsTheRestOfTheTarget) {
+  const runtime::DeviceAddress from = upload(std::vector<float>{1, 2, 3, 4});
+  const runtime::DeviceAddress to = upload(std::vector<float>{10, 20, 30, 40});
+  executor_->copy_on_device(from + 4, to + 8, 2 * sizeof(float), stream_);
+  EXPECT_EQ(download<float>(to, 4), (std::vector<float>{10, 20, 2, 3}));
+  EXPECT_EQ(download<float>(from, 4), (std::vector<float>{1, 2, 3, 4}));
+}

@@ -91,6 +91,16 @@ LoweredProgram lower_program(const ir::Program& program) {
       accessed[static_cast<size_t>(access.storage)] = true;
       if (access.writes()) written[static_cast<size_t>(access.storage)] = true;
     }
+    // A storage reached through an argument is a parameter even if the node's access list
+    // misses it: reading zeros in its place would be silently wrong.
+    for (const ir::Argument& arg : node.args) {
+      std::vector<int64_t> ids;
+      if (arg.kind == ir::Argument::Kind::kTensor) ids.push_back(arg.integer);
+      if (arg.kind == ir::Argument::Kind::kTensorList) ids = arg.list;
+      for (const int64_t id : ids) {
+        if (id >= 0) accessed[static_cast<size_t>(program.values[static_cast<size_t>(id)].storage)] = true;
+      }
+    }
   }
   // Each storage's current bytes, as of the node being lowered.
   std::vector<std::optional<Tensor>> current(storage_count);
