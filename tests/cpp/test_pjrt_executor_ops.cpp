@@ -199,3 +199,80 @@ TEST_F(PjrtExecutorTest, ToCopyRoundsFloat32ToBFloat16AndFillTakesItsScalar) {
     EXPECT_EQ(download<int32_t>(slot, 4), std::vector<int32_t>(4, 42));
   }
 }
+
+TEST_F(PjrtExecutorTest, UnaryMathMatchesTheCLibrary) {
+  const std::vector<float> x = {0.25f, 1.0f, 2.5f, 9.0f};
+  struct Case {
+    const char* op;
+    float (*expected)(float);
+  };
+  const Case cases[] = {
+      {"aten::sqrt", [](float v) { return std::sqrt(v); }},
+      {"aten::rsqrt", [](float v) { return 1.0f / std::sqrt(v); }},
+      {"aten::log", [](float v) { return std::log(v); }},
+      {"aten::tanh", [](float v) { return std::tanh(v); }},
+      {"aten::sigmoid", [](float v) { return 1.0f / (1.0f + std::exp(-v)); }},
+      {"aten::abs", [](float v) { return v; }},
+  };
+  const runtime::DeviceAddress in = upload(x), out = executor_->allocate(0, 16, 0);
+  for (const Case& c : cases) {
+    const Program program = unary_program(c.op, row_major(DType::kFloat32, {4}), row_major(DType::kFloat32, {4}));
+    executor_->run(executor_->compile(program), bind({in, out}), stream_);
+    const std::vector<float> y = download<float>(out, 4);
+    for (size_t i = 0; i < 4; ++i) {
+      EXPECT_NEAR(y[i], c.expected(x[i]), 2e-6f * std::max(1.0f, std::fabs(c.expected(x[i])))) << c.op << " " << x[i];
+    }
+  }
+}
+
+TEST_F(PjrtExecutorTest, ComparisonsPromoteLikePyTorchAndWhereSelects) {
+  // i64 < 2.5 compares in float32 (2 < 2.5 is true; in int64 it would be 2 < 2, false).
+  const Program lt = unary_program("aten::lt.Scalar", row_major(DType::kInt64, {3}), row_major(DType::kBool, {3}),
+                                   {double_scalar(2.5)});
+  const runtime::DeviceAddress mask = executor_->allocate(0, 3, 0);
+  executor_->run(executor_->compile(lt), bind({upload(std::vector<int64_t>{1, 2, 3}), mask}, dynamic_scalars(lt)),
+                 stream_);
+  EXPECT_EQ(download<uint8_t>(mask, 3), (std::vector<uint8_t>{1, 1, 0}));
+
+  const Program eq = binary_program("aten::eq.Tensor", row_major(DType::kFloat32, {3}),
+                                    row_major(DType::kFloat32, {3}), row_major(DType::kBool, {3}));
+  executor_->run(executor_->compile(eq),
+                 bind({upload(std::vector<float>{1, 2, 3}), upload(std::vector<float>{1, 0, 3}), mask}), stream_);
+  EXPECT_EQ(download<uint8_t>(mask, 3), (std::vector<uint8_t>{1, 0, 1}));
+
+  // where(mask, a, b) with b an f32[1] broadcast.
+  Program where;
+  const TensorType type = row_major(DType::kFloat32, {3});
+  const StorageId sc = where.add_storage(3, true), sa = where.add_storage(12, true), sb = where.add_storage(4, true);
+  const StorageId sy = where.add_storage(12, false, /*live_out=*/true);
+  const ValueId c = where.add_input(row_major(DType::kBool, {3}), sc);
+  const ValueId a = where.add_input(type, sa);
+  const ValueId b = where.add_input(row_major(DType::kFloat32, {1}), sb);
+  where.add_node(make_node("aten::where.self", {Argument::tensor(c), Argument::tensor(a), Argument::tensor(b)},
+                           {{sc, Access::kRead}, {sa, Access::kRead}, {sb, Access::kRead}, {sy, Access::kWrite}}));
+  where.add_return(type, sy);
+  const runtime::DeviceAddress y = executor_->allocate(0, 12, 0);
+  executor_->run(executor_->compile(where),
+                 bind({mask, upload(std::vector<float>{10, 20, 30}), upload(std::vector<float>{-1}), y}), stream_);
+  EXPECT_EQ(download<float>(y, 3), (std::vector<float>{10, -1, 30}));
+}
+
+TEST_F(PjrtExecutorTest, MeanOverADimAndMaximumPropagatesNaN) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 7};  // f32[2, 3]
+  const Program mean = unary_program("aten::mean.dim", row_major(DType::kFloat32, {2, 3}),
+                                     row_major(DType::kFloat32, {3}),
+                                     {Argument::int_list({0}), Argument::boolean(false), Argument::none()});
+  const runtime::DeviceAddress y = executor_->allocate(0, 12, 0);
+  executor_->run(executor_->compile(mean), bind({upload(x), y}), stream_);
+  EXPECT_EQ(download<float>(y, 3), (std::vector<float>{2.5f, 3.5f, 5.0f}));
+
+  const float nan = std::nanf("");
+  const Program maximum = binary_program("aten::maximum", row_major(DType::kFloat32, {3}),
+                                         row_major(DType::kFloat32, {3}), row_major(DType::kFloat32, {3}));
+  executor_->run(executor_->compile(maximum),
+                 bind({upload(std::vector<float>{1, nan, -3}), upload(std::vector<float>{2, 0, -4}), y}), stream_);
+  const std::vector<float> m = download<float>(y, 3);
+  EXPECT_EQ(m[0], 2.0f);
+  EXPECT_TRUE(std::isnan(m[1]));
+  EXPECT_EQ(m[2], -3.0f);
+}

@@ -1,5 +1,5 @@
 // What an op's StableHLO lowering sees, and the lowerings themselves (one file per op family:
-// pointwise.cpp, matmul.cpp, reduction.cpp, copy.cpp), listed in ONE table (registry.cpp). A lowering
+// pointwise.cpp, comparison.cpp, matmul.cpp, reduction.cpp, copy.cpp), listed in ONE table (registry.cpp). A lowering
 // is functional: it reads its arguments' values and returns one tensor per tensor return; the
 // program lowering (lower_program.cpp) writes those into the storages the node writes, so
 // out= and in-place variants share their functional form's lowering. Torch-free.
@@ -65,10 +65,26 @@ std::vector<Tensor> lower_div(OpContext& context);
 std::vector<Tensor> lower_neg(OpContext& context);
 std::vector<Tensor> lower_exp(OpContext& context);
 std::vector<Tensor> lower_relu(OpContext& context);
+std::vector<Tensor> lower_sqrt(OpContext& context);
+std::vector<Tensor> lower_rsqrt(OpContext& context);
+std::vector<Tensor> lower_log(OpContext& context);
+std::vector<Tensor> lower_tanh(OpContext& context);
+std::vector<Tensor> lower_sigmoid(OpContext& context);
+std::vector<Tensor> lower_abs(OpContext& context);
+std::vector<Tensor> lower_maximum(OpContext& context);
+std::vector<Tensor> lower_minimum(OpContext& context);
+std::vector<Tensor> lower_eq(OpContext& context);         // eq.Tensor, eq.Scalar (+ .out)
+std::vector<Tensor> lower_ne(OpContext& context);
+std::vector<Tensor> lower_lt(OpContext& context);
+std::vector<Tensor> lower_le(OpContext& context);
+std::vector<Tensor> lower_gt(OpContext& context);
+std::vector<Tensor> lower_ge(OpContext& context);
+std::vector<Tensor> lower_where(OpContext& context);      // where.self
 std::vector<Tensor> lower_mm(OpContext& context);         // mm, mm.out
 std::vector<Tensor> lower_bmm(OpContext& context);        // bmm, bmm.out
 std::vector<Tensor> lower_sum_dims(OpContext& context);   // sum.dim_IntList, sum.IntList_out
 std::vector<Tensor> lower_sum(OpContext& context);        // sum (all elements)
+std::vector<Tensor> lower_mean_dims(OpContext& context);  // mean.dim, mean.out
 std::vector<Tensor> lower_copy_(OpContext& context);      // copy_
 std::vector<Tensor> lower_clone(OpContext& context);      // clone, _to_copy
 std::vector<Tensor> lower_fill_(OpContext& context);      // fill_.Scalar

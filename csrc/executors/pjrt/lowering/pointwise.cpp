@@ -73,6 +73,19 @@ std::vector<Tensor> lower_neg(OpContext& context) {
 }
 
 std::vector<Tensor> lower_exp(OpContext& context) { return unary(context, "stablehlo.exponential"); }
+std::vector<Tensor> lower_sqrt(OpContext& context) { return unary(context, "stablehlo.sqrt"); }
+std::vector<Tensor> lower_rsqrt(OpContext& context) { return unary(context, "stablehlo.rsqrt"); }
+std::vector<Tensor> lower_log(OpContext& context) { return unary(context, "stablehlo.log"); }
+std::vector<Tensor> lower_tanh(OpContext& context) { return unary(context, "stablehlo.tanh"); }
+std::vector<Tensor> lower_sigmoid(OpContext& context) { return unary(context, "stablehlo.logistic"); }
+
+std::vector<Tensor> lower_abs(OpContext& context) {
+  if (context.return_type(0).dtype == DType::kBool) context.refuse("abs of bool");
+  return unary(context, "stablehlo.abs");
+}
+
+std::vector<Tensor> lower_maximum(OpContext& context) { return binary(context, "stablehlo.maximum"); }
+std::vector<Tensor> lower_minimum(OpContext& context) { return binary(context, "stablehlo.minimum"); }
 
 std::vector<Tensor> lower_relu(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);

@@ -10,8 +10,8 @@ namespace {
 
 using ir::DType;
 
-// Sums `dims` of argument 0 (every dimension when `all`).
-Tensor sum_over(OpContext& context, std::vector<int64_t> dims, bool all) {
+// Sums `dims` of argument 0 (every dimension when `all`); `mean` divides by the count summed.
+Tensor sum_over(OpContext& context, std::vector<int64_t> dims, bool all, bool mean = false) {
   const ir::TensorType& out = context.return_type(0);
   if (out.dtype == DType::kBool) context.refuse("a bool sum");
   FunctionBuilder& builder = context.builder();
@@ -47,6 +47,13 @@ Tensor sum_over(OpContext& context, std::vector<int64_t> dims, bool all) {
     total = builder.op_with_region("stablehlo.reduce", {x, builder.zeros(compute, {})}, compute,
                                    kept, "dimensions = " + i64_array(dims), {a, b}, region);
   }
+  if (mean) {
+    if (compute != DType::kFloat32 && compute != DType::kFloat64) context.refuse("mean of an integer dtype");
+    int64_t count = 1;
+    for (const int64_t d : dims) count *= x.shape[static_cast<size_t>(d)];
+    const Tensor divisor = builder.splat(std::to_string(count) + ".0", compute, total.shape);
+    total = builder.binary("stablehlo.divide", total, divisor);
+  }
   // keepdim's size-1 dimensions are a reshape to the output's sizes.
   return builder.reshape(builder.convert(total, out.dtype), out.sizes);
 }
@@ -63,5 +70,14 @@ std::vector<Tensor> lower_sum_dims(OpContext& context) {
 }
 
 std::vector<Tensor> lower_sum(OpContext& context) { return {sum_over(context, {}, /*all=*/true)}; }
+
+// mean.dim(self, dim, keepdim, dtype): the sum in f32 (f64 for f64), divided, then rounded.
+std::vector<Tensor> lower_mean_dims(OpContext& context) {
+  const ir::Argument& dim = context.arg(1);
+  if (dim.kind == ir::Argument::Kind::kIntList && !dim.list.empty()) {
+    return {sum_over(context, dim.list, /*all=*/false, /*mean=*/true)};
+  }
+  return {sum_over(context, {}, /*all=*/true, /*mean=*/true)};
+}
 
 }  // namespace torch_tpu::executors::pjrt::lowering
