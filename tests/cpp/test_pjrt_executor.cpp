@@ -269,3 +269,19 @@ TEST_F(PjrtExecutorTest, PartialCopyOnDeviceKeepsTheRestOfTheTarget) {
   EXPECT_EQ(download<float>(to, 4), (std::vector<float>{10, 20, 2, 3}));
   EXPECT_EQ(download<float>(from, 4), (std::vector<float>{1, 2, 3, 4}));
 }
+
+TEST_F(PjrtExecutorTest, ReadsAnExpandedViewAndAnOffsetSlice) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};  // f32[2, 3]
+  const runtime::DeviceAddress in = upload(x), out = executor_->allocate(0, 24, 0);
+  // Row 1 broadcast to [2, 3] (stride 0 over the rows, offset 3): {4, 5, 6, 4, 5, 6}.
+  const Program expanded = unary_program("aten::neg", strided(DType::kFloat32, {2, 3}, {0, 1}, 3),
+                                         row_major(DType::kFloat32, {2, 3}), {}, /*in_bytes=*/24);
+  executor_->run(executor_->compile(expanded), bind({in, out}), stream_);
+  EXPECT_EQ(download<float>(out, 6), (std::vector<float>{-4, -5, -6, -4, -5, -6}));
+  // Column 1..2 of each row (f32[2, 2], strides {3, 1}, offset 1): {2, 3, 5, 6}.
+  const Program slice = unary_program("aten::neg", strided(DType::kFloat32, {2, 2}, {3, 1}, 1),
+                                      row_major(DType::kFloat32, {2, 2}), {}, /*in_bytes=*/24);
+  const runtime::DeviceAddress small = executor_->allocate(0, 16, 0);
+  executor_->run(executor_->compile(slice), bind({in, small}), stream_);
+  EXPECT_EQ(download<float>(small, 4), (std::vector<float>{-2, -3, -5, -6}));
+}

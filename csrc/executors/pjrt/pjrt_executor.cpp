@@ -124,9 +124,15 @@ std::shared_ptr<const Executable> PjrtExecutor::compile(const ir::Program& progr
   ir::verify_or_throw(program);
   auto executable = std::make_shared<PjrtExecutable>();
   executable->lowered = lowering::lower_program(program);
-  executable->loaded = client_->compile(executable->lowered.mlir);
-  for (const ir::Storage& storage : program.storages) executable->storage_bytes.push_back(storage.bytes);
   executable->op_name = intern(program_name(program));
+  try {
+    executable->loaded = client_->compile(executable->lowered.mlir);
+  } catch (const PjrtError& error) {
+    // The plugin's message names no op; ours does (the module text is in lowered.mlir).
+    throw PjrtError(std::string("PJRT_Client_Compile of ") + executable->op_name, error.code(),
+                    error.plugin_message());
+  }
+  for (const ir::Storage& storage : program.storages) executable->storage_bytes.push_back(storage.bytes);
   return executable;
 }
 

@@ -38,11 +38,12 @@ class PjrtExecutor final : public Executor {
   // "pjrt:<platform>", e.g. "pjrt:cpu".
   std::string name() const override;
   // Verifies, lowers (throws "not supported yet: ..." for what lowering/ cannot express) and
-  // compiles (throws PjrtError with the compiler's message). Blocks; thread-safe.
+  // compiles (throws PjrtError naming the op, with the compiler's message). Blocks; thread-safe.
   std::shared_ptr<const Executable> compile(const ir::Program& program) override;
   // Binds each storage's slot now (bindings.storages: one address per program storage, 0 for
   // scratch) and queues the run. A missing slot, a slot whose size is not the program's, or a
   // PJRT failure fails the task: the stream raises it at its next sync point, naming the op.
+  // Bindings of the wrong count, or another executor's executable, throw std::invalid_argument.
   void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
            runtime::Stream& stream) override;
   // A new slot of `bytes` with no buffer yet (it reads as zeros until written). Chip 0 only.
