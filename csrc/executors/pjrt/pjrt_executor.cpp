@@ -59,6 +59,11 @@ std::vector<unsigned char> download(const Slot& slot) {
   return host;
 }
 
+int64_t bytes_of(const Slot& slot) {
+  std::lock_guard<std::mutex> lock(slot.mutex);
+  return slot.bytes;
+}
+
 void install(Slot& slot, std::shared_ptr<const Buffer> buffer, int64_t bytes) {
   std::lock_guard<std::mutex> lock(slot.mutex);
   slot.buffer = std::move(buffer);
@@ -132,7 +137,9 @@ std::shared_ptr<const Executable> PjrtExecutor::compile(const ir::Program& progr
     throw PjrtError(std::string("PJRT_Client_Compile of ") + executable->op_name, error.code(),
                     error.plugin_message());
   }
-  for (const ir::Storage& storage : program.storages) executable->storage_bytes.push_back(storage.bytes);
+  for (const ir::Storage& storage : program.storages) {
+    executable->storage_bytes.push_back(storage.bytes);
+  }
   return executable;
 }
 
@@ -147,7 +154,8 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
         std::string("PjrtExecutor::run: ") + compiled->op_name + " takes " +
         std::to_string(compiled->storage_bytes.size()) + " storages and " +
         std::to_string(lowered.scalar_kinds.size()) + " scalars; bound " +
-        std::to_string(bindings.storages.size()) + " and " + std::to_string(bindings.scalars.size()));
+        std::to_string(bindings.storages.size()) + " and " +
+        std::to_string(bindings.scalars.size()));
   }
   // Slots are bound now, in issue order: a later free() cannot take them from this run.
   auto bind = [&](const std::vector<ir::StorageId>& storages) {
@@ -157,15 +165,16 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
     }
     return bound;
   };
-  auto task = [client = client_, scalar_cache = scalar_buffers_, compiled, parameters = bind(lowered.parameter_storages),
+  auto task = [client = client_, scalar_cache = scalar_buffers_, compiled,
+               parameters = bind(lowered.parameter_storages),
                results = bind(lowered.result_storages), addresses = bindings.storages,
                scalars = std::move(bindings.scalars)] {
     auto check = [&](ir::StorageId s, const Located& at) {
       const runtime::DeviceAddress address = addresses[static_cast<size_t>(s)];
       if (at.slot == nullptr || at.offset != 0) {
-        throw runtime::RuntimeError("storage s" + std::to_string(s) + " is bound to " + hex(address) +
-                                    ", which is not a buffer of the pjrt:" + client->platform_name() +
-                                    " executor");
+        throw runtime::RuntimeError("storage s" + std::to_string(s) + " is bound to " +
+                                    hex(address) + ", which is not a buffer of the pjrt:" +
+                                    client->platform_name() + " executor");
       }
     };
     std::vector<std::shared_ptr<const Buffer>> arguments;
@@ -175,7 +184,8 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
       std::lock_guard<std::mutex> lock(at.slot->mutex);
       if (at.slot->bytes != expected) {
         throw runtime::RuntimeError("storage s" + std::to_string(s) + " has " +
-                                    std::to_string(expected) + " bytes in the program but its buffer has " +
+                                    std::to_string(expected) +
+                                    " bytes in the program but its buffer has " +
                                     std::to_string(at.slot->bytes));
       }
       // A slot never written reads as zeros; the zeros become its buffer.
@@ -185,7 +195,9 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
       }
       arguments.push_back(at.slot->buffer);
     }
-    for (const ir::ScalarValue& scalar : scalars) arguments.push_back(scalar_cache->get(*client, scalar));
+    for (const ir::ScalarValue& scalar : scalars) {
+      arguments.push_back(scalar_cache->get(*client, scalar));
+    }
     for (const auto& [s, at] : results) check(s, at);
     std::vector<const Buffer*> argument_list;
     for (const auto& argument : arguments) argument_list.push_back(argument.get());
@@ -204,8 +216,8 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
 
 runtime::DeviceAddress PjrtExecutor::allocate(int chip, size_t bytes, int64_t) {
   if (chip != 0) {
-    throw std::invalid_argument("not supported yet: the PJRT executor drives one device (chip 0), "
-                                "asked for chip " + std::to_string(chip));
+    throw std::invalid_argument("not supported yet: the PJRT executor drives one device "
+                                "(chip 0), asked for chip " + std::to_string(chip));
   }
   auto slot = std::make_shared<Slot>();
   slot->bytes = static_cast<int64_t>(bytes);
@@ -252,7 +264,7 @@ void PjrtExecutor::copy_to_device(const void* host, runtime::DeviceAddress devic
   const Located at = locate(device);
   if (at.slot == nullptr) throw std::invalid_argument(hex(device) + " is not a PJRT buffer");
   stream.enqueue("tpu::copy_to_device", [client = client_, at, host, bytes] {
-    const int64_t slot_bytes = [&] { std::lock_guard<std::mutex> l(at.slot->mutex); return at.slot->bytes; }();
+    const int64_t slot_bytes = bytes_of(*at.slot);
     check_range("copy_to_device", at.offset, bytes, slot_bytes);
     if (at.offset == 0 && static_cast<int64_t>(bytes) == slot_bytes) {
       install(*at.slot, upload(*client, host, slot_bytes), slot_bytes);
@@ -300,7 +312,7 @@ void PjrtExecutor::copy_on_device(runtime::DeviceAddress from, runtime::DeviceAd
       shared = source.slot->buffer;
       source_bytes = source.slot->bytes;
     }
-    const int64_t whole_target = [&] { std::lock_guard<std::mutex> l(target.slot->mutex); return target.slot->bytes; }();
+    const int64_t whole_target = bytes_of(*target.slot);
     // Buffers are immutable: a whole copy is the same buffer in a second slot.
     if (source.offset == 0 && target.offset == 0 && static_cast<int64_t>(bytes) == source_bytes &&
         source_bytes == whole_target) {
@@ -309,7 +321,7 @@ void PjrtExecutor::copy_on_device(runtime::DeviceAddress from, runtime::DeviceAd
     }
     const std::vector<unsigned char> from_bytes = download(*source.slot);
     check_range("copy_on_device", source.offset, bytes, static_cast<int64_t>(from_bytes.size()));
-    const int64_t target_bytes = [&] { std::lock_guard<std::mutex> l(target.slot->mutex); return target.slot->bytes; }();
+    const int64_t target_bytes = bytes_of(*target.slot);
     check_range("copy_on_device", target.offset, bytes, target_bytes);
     std::vector<unsigned char> whole = download(*target.slot);
     if (bytes > 0) std::memcpy(whole.data() + target.offset, from_bytes.data() + source.offset, bytes);

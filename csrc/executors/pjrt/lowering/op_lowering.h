@@ -1,12 +1,14 @@
-// What an op's StableHLO lowering sees, and the lowerings themselves (one file per op family:
-// pointwise.cpp, comparison.cpp, matmul.cpp, reduction.cpp, copy.cpp), listed in ONE table (registry.cpp). A lowering
-// is functional: it reads its arguments' values and returns one tensor per tensor return; the
-// program lowering (lower_program.cpp) writes those into the storages the node writes, so
-// out= and in-place variants share their functional form's lowering. Torch-free.
+// What an op's StableHLO lowering sees, and the lowerings themselves: one file per op family
+// (pointwise.cpp, comparison.cpp, matmul.cpp, reduction.cpp, copy.cpp), listed in ONE table
+// (registry.cpp). A lowering is functional: it reads its arguments' values and returns one
+// tensor per tensor return; the program lowering (lower_program.cpp) writes those into the
+// storages the node writes, so out= and in-place variants share their functional form's
+// lowering. Torch-free.
 #pragma once
 
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "executors/pjrt/lowering/mlir_text.h"

@@ -60,9 +60,10 @@ std::vector<Tensor> lower_mul(OpContext& context) { return binary(context, "stab
 
 std::vector<Tensor> lower_div(OpContext& context) {
   // True division: PyTorch's output is floating, so converting first is exact.
-  if (context.return_type(0).dtype == DType::kBool ||
-      context.return_type(0).dtype == DType::kInt64 || context.return_type(0).dtype == DType::kInt32) {
-    context.refuse("integer output (true division returns a floating dtype)");
+  const DType out = context.return_type(0).dtype;
+  if (out != DType::kFloat16 && out != DType::kBFloat16 && out != DType::kFloat32 &&
+      out != DType::kFloat64) {
+    context.refuse("a non-floating output (true division returns a floating dtype)");
   }
   return binary(context, "stablehlo.divide");
 }
