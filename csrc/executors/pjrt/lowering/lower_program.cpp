@@ -1,0 +1,195 @@
+#include "executors/pjrt/lowering/lower_program.h"
+
+#include <optional>
+#include <stdexcept>
+
+#include "executors/pjrt/lowering/op_lowering.h"
+#include "executors/pjrt/lowering/storage_bytes.h"
+#include "ir/printer.h"
+
+namespace torch_tpu::executors::pjrt::lowering {
+namespace {
+
+ir::DType scalar_dtype(ir::ScalarValue::Kind kind) {
+  switch (kind) {
+    case ir::ScalarValue::Kind::kBool: return ir::DType::kBool;
+    case ir::ScalarValue::Kind::kInt: return ir::DType::kInt64;
+    case ir::ScalarValue::Kind::kDouble: return ir::DType::kFloat64;
+    case ir::ScalarValue::Kind::kComplex: break;
+  }
+  throw std::invalid_argument("not supported yet: complex Scalar arguments in a StableHLO lowering");
+}
+
+}  // namespace
+
+// ---- OpContext ----
+
+const ir::Argument& OpContext::arg(size_t index) const {
+  if (index >= node_.args.size()) refuse("expected an argument " + std::to_string(index));
+  return node_.args[index];
+}
+
+Tensor OpContext::tensor(size_t index) {
+  const ir::Argument& argument = arg(index);
+  if (argument.kind != ir::Argument::Kind::kTensor) {
+    refuse("argument " + std::to_string(index) + " is not a tensor");
+  }
+  return read_(static_cast<ir::ValueId>(argument.integer));
+}
+
+ir::DType OpContext::tensor_dtype(size_t index) const {
+  const ir::Argument& argument = arg(index);
+  if (argument.kind != ir::Argument::Kind::kTensor) {
+    refuse("argument " + std::to_string(index) + " is not a tensor");
+  }
+  return program_.values[static_cast<size_t>(argument.integer)].type.dtype;
+}
+
+Tensor OpContext::scalar(size_t index) const {
+  size_t position = 0;
+  for (size_t a = 0; a < index && a < node_.args.size(); ++a) {
+    if (node_.args[a].kind == ir::Argument::Kind::kScalar) ++position;
+  }
+  if (arg(index).kind != ir::Argument::Kind::kScalar || position >= scalar_operands_.size()) {
+    refuse("argument " + std::to_string(index) + " is not a Scalar");
+  }
+  return scalar_operands_[position];
+}
+
+const ir::TensorType& OpContext::return_type(size_t index) const {
+  size_t seen = 0;
+  for (const ir::Argument& ret : node_.returns) {
+    if (ret.kind != ir::Argument::Kind::kTensor) continue;
+    if (seen++ == index) return program_.values[static_cast<size_t>(ret.integer)].type;
+  }
+  refuse("expected a tensor return " + std::to_string(index));
+}
+
+bool OpContext::writes_an_argument() const {
+  // In-place ("aten::add_.Tensor", "aten::neg_") and out= ("aten::add.out") schema names.
+  const size_t dot = node_.op.find('.');
+  const std::string base = node_.op.substr(0, dot);
+  const std::string overload = dot == std::string::npos ? "" : node_.op.substr(dot + 1);
+  return (!base.empty() && base.back() == '_') || overload == "out" ||
+         overload.ends_with("_out");
+}
+
+void OpContext::refuse(const std::string& what) const {
+  throw std::invalid_argument("not supported yet: " + node_.op + ": " + what);
+}
+
+// ---- the program ----
+
+LoweredProgram lower_program(const ir::Program& program) {
+  LoweredProgram lowered;
+  FunctionBuilder builder;
+  const size_t storage_count = program.storages.size();
+  std::vector<bool> accessed(storage_count, false);
+  std::vector<bool> written(storage_count, false);
+  for (const ir::Node& node : program.nodes) {
+    for (const ir::StorageAccess& access : node.accesses) {
+      accessed[static_cast<size_t>(access.storage)] = true;
+      if (access.writes()) written[static_cast<size_t>(access.storage)] = true;
+    }
+    // A storage reached through an argument is a parameter even if the node's access list
+    // misses it: reading zeros in its place would be silently wrong.
+    for (const ir::Argument& arg : node.args) {
+      std::vector<int64_t> ids;
+      if (arg.kind == ir::Argument::Kind::kTensor) ids.push_back(arg.integer);
+      if (arg.kind == ir::Argument::Kind::kTensorList) ids = arg.list;
+      for (const int64_t id : ids) {
+        if (id >= 0) accessed[static_cast<size_t>(program.values[static_cast<size_t>(id)].storage)] = true;
+      }
+    }
+  }
+  // Each storage's current bytes, as of the node being lowered.
+  std::vector<std::optional<Tensor>> current(storage_count);
+  for (size_t s = 0; s < storage_count; ++s) {
+    const ir::Storage& storage = program.storages[s];
+    if (storage.on_host) {
+      throw std::invalid_argument("not supported yet: host storage s" + std::to_string(s) +
+                                  " (a CPU tensor or wrapped number) in a StableHLO lowering");
+    }
+    if (storage.external && accessed[s]) {
+      current[s] = builder.parameter(ir::DType::kUInt8, {storage.bytes});
+      lowered.parameter_storages.push_back(static_cast<ir::StorageId>(s));
+    }
+  }
+  // Scalars follow the storages, in ir::dynamic_scalars order (node, then argument).
+  std::vector<std::vector<Tensor>> node_scalars(program.nodes.size());
+  for (size_t n = 0; n < program.nodes.size(); ++n) {
+    for (const ir::Argument& arg : program.nodes[n].args) {
+      if (arg.kind == ir::Argument::Kind::kScalarList) {
+        throw std::invalid_argument("not supported yet: Scalar lists (" + program.nodes[n].op +
+                                    ") in a StableHLO lowering");
+      }
+      if (arg.kind != ir::Argument::Kind::kScalar) continue;
+      node_scalars[n].push_back(builder.parameter(scalar_dtype(arg.scalar.kind), {}));
+      lowered.scalar_kinds.push_back(arg.scalar.kind);
+    }
+  }
+
+  auto storage_bytes = [&](ir::StorageId s) -> const Tensor& {
+    std::optional<Tensor>& bytes = current[static_cast<size_t>(s)];
+    // A created storage before its first write: its bytes are unspecified; zeros will do.
+    if (!bytes) bytes = builder.zeros(ir::DType::kUInt8, {program.storages[static_cast<size_t>(s)].bytes});
+    return *bytes;
+  };
+  auto read = [&](ir::ValueId id) {
+    const ir::Value& value = program.values[static_cast<size_t>(id)];
+    return read_value(builder, storage_bytes(value.storage), value.type);
+  };
+
+  for (size_t n = 0; n < program.nodes.size(); ++n) {
+    const ir::Node& node = program.nodes[n];
+    bool writes = false;
+    for (const ir::StorageAccess& access : node.accesses) writes |= access.writes();
+    // A node that writes nothing (a view) changes no bytes: its returns are layouts that later
+    // reads go through.
+    if (!writes) continue;
+    const OpLowering lowering = find_lowering(node.op);
+    if (lowering == nullptr) {
+      throw std::invalid_argument("not supported yet: no StableHLO lowering for " + node.op);
+    }
+    OpContext context(builder, program, node, node_scalars[n], read);
+    const std::vector<Tensor> results = lowering(context);
+    size_t r = 0;
+    std::vector<bool> covered(storage_count, false);
+    for (const ir::Argument& ret : node.returns) {
+      if (ret.kind == ir::Argument::Kind::kTensorList) context.refuse("tensor list returns");
+      if (ret.kind != ir::Argument::Kind::kTensor) continue;
+      if (r >= results.size()) context.refuse("its lowering returned too few tensors");
+      const ir::Value& value = program.values[static_cast<size_t>(ret.integer)];
+      const Tensor& result = results[r++];
+      bool node_writes_it = false;
+      for (const ir::StorageAccess& access : node.accesses) {
+        node_writes_it |= access.storage == value.storage && access.writes();
+      }
+      if (!node_writes_it) continue;
+      if (result.shape != value.type.sizes || result.dtype != value.type.dtype) {
+        throw std::logic_error("StableHLO lowering of " + node.op + " returned " + result.type() +
+                               " for " + ir::to_text(value.type));
+      }
+      std::optional<Tensor>& bytes = current[static_cast<size_t>(value.storage)];
+      bytes = write_value(builder, bytes, program.storages[static_cast<size_t>(value.storage)].bytes,
+                          value.type, result);
+      covered[static_cast<size_t>(value.storage)] = true;
+    }
+    for (const ir::StorageAccess& access : node.accesses) {
+      if (access.writes() && !covered[static_cast<size_t>(access.storage)]) {
+        context.refuse("it writes s" + std::to_string(access.storage) + " through no return");
+      }
+    }
+  }
+
+  std::vector<Tensor> results;
+  for (size_t s = 0; s < storage_count; ++s) {
+    if (!written[s] || !program.storages[s].live_out) continue;
+    results.push_back(*current[s]);
+    lowered.result_storages.push_back(static_cast<ir::StorageId>(s));
+  }
+  lowered.mlir = builder.finish_module(results);
+  return lowered;
+}
+
+}  // namespace torch_tpu::executors::pjrt::lowering

@@ -1,0 +1,31 @@
+// A verified IR program as one StableHLO module (MLIR text, generic form), designed for
+// immutable buffers (DESIGN §3): each storage is a `tensor<Nxui8>` byte array. The module's
+// parameters are the external storages the program accesses (storage order), then one 0-d
+// parameter per ir::dynamic_scalars entry (i1 / i64 / f64 by Scalar kind), so one executable
+// serves every Scalar value; its results are the final bytes of each live-out storage the
+// program writes. Nodes that write no storage (views) emit nothing. Torch-free.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ir/program.h"
+
+namespace torch_tpu::executors::pjrt::lowering {
+
+struct LoweredProgram {
+  std::string mlir;
+  // Module parameter i < parameter_storages.size() is that storage's bytes.
+  std::vector<ir::StorageId> parameter_storages;
+  // The following parameters: the program's dynamic scalars, in order, of these kinds.
+  std::vector<ir::ScalarValue::Kind> scalar_kinds;
+  // Result i is the final bytes of this storage.
+  std::vector<ir::StorageId> result_storages;
+};
+
+// Throws std::invalid_argument whose message starts with "not supported yet: " for what the
+// lowering cannot express: "not supported yet: no StableHLO lowering for <op>" for an op
+// without one (the engine falls back to host kernels), or naming the op and the reason.
+LoweredProgram lower_program(const ir::Program& program);
+
+}  // namespace torch_tpu::executors::pjrt::lowering

@@ -1,0 +1,181 @@
+#include "executors/pjrt/lowering/mlir_text.h"
+
+#include <stdexcept>
+
+#include "ir/dtype.h"
+
+namespace torch_tpu::executors::pjrt::lowering {
+namespace {
+
+std::string join_types(const std::vector<Tensor>& tensors) {
+  std::string text;
+  for (size_t i = 0; i < tensors.size(); ++i) text += (i ? ", " : "") + tensors[i].type();
+  return text;
+}
+
+std::string join_names(const std::vector<Tensor>& tensors) {
+  std::string text;
+  for (size_t i = 0; i < tensors.size(); ++i) text += (i ? ", " : "") + tensors[i].name;
+  return text;
+}
+
+bool is_float(ir::DType dtype) {
+  return dtype == ir::DType::kFloat16 || dtype == ir::DType::kFloat32 ||
+         dtype == ir::DType::kFloat64 || dtype == ir::DType::kBFloat16;
+}
+
+}  // namespace
+
+std::string element_type(ir::DType dtype) {
+  using ir::DType;
+  switch (dtype) {
+    case DType::kBool: return "i1";
+    case DType::kUInt8: return "ui8";
+    case DType::kInt8: return "i8";
+    case DType::kInt16: return "i16";
+    case DType::kInt32: return "i32";
+    case DType::kInt64: return "i64";
+    case DType::kUInt16: return "ui16";
+    case DType::kUInt32: return "ui32";
+    case DType::kUInt64: return "ui64";
+    case DType::kFloat16: return "f16";
+    case DType::kFloat32: return "f32";
+    case DType::kFloat64: return "f64";
+    case DType::kBFloat16: return "bf16";
+    default:
+      throw std::invalid_argument("not supported yet: dtype " + ir::dtype_name(dtype) +
+                                  " in a StableHLO lowering");
+  }
+}
+
+std::string tensor_type(ir::DType dtype, const std::vector<int64_t>& shape) {
+  std::string text = "tensor<";
+  for (const int64_t size : shape) text += std::to_string(size) + "x";
+  return text + element_type(dtype) + ">";
+}
+
+std::string i64_array(const std::vector<int64_t>& values) {
+  std::string text = "array<i64";
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : ": ") + std::to_string(values[i]);
+  return text + ">";
+}
+
+std::string index_list(const std::vector<int64_t>& values) {
+  std::string text = "[";
+  for (size_t i = 0; i < values.size(); ++i) text += (i ? ", " : "") + std::to_string(values[i]);
+  return text + "]";
+}
+
+int64_t Tensor::numel() const {
+  int64_t count = 1;
+  for (const int64_t size : shape) count *= size;
+  return count;
+}
+
+std::string FunctionBuilder::next_name() {
+  std::string name = "%";
+  name += std::to_string(next_++);
+  return name;
+}
+
+Tensor FunctionBuilder::parameter(ir::DType dtype, std::vector<int64_t> shape) {
+  std::string name = "%arg";
+  name += std::to_string(parameters_.size());
+  Tensor tensor{std::move(name), dtype, std::move(shape)};
+  parameters_.push_back(tensor);
+  return tensor;
+}
+
+Tensor FunctionBuilder::op(const std::string& name, const std::vector<Tensor>& operands,
+                           ir::DType dtype, std::vector<int64_t> shape,
+                           const std::string& attributes) {
+  Tensor result{next_name(), dtype, std::move(shape)};
+  body_ << "    " << result.name << " = \"" << name << "\"(" << join_names(operands) << ")";
+  if (!attributes.empty()) body_ << " {" << attributes << "}";
+  body_ << " : (" << join_types(operands) << ") -> " << result.type() << "\n";
+  return result;
+}
+
+Tensor FunctionBuilder::op_with_region(const std::string& name, const std::vector<Tensor>& operands,
+                                       ir::DType dtype, std::vector<int64_t> shape,
+                                       const std::string& attributes,
+                                       const std::vector<Tensor>& region_arguments,
+                                       const std::string& region) {
+  Tensor result{next_name(), dtype, std::move(shape)};
+  body_ << "    " << result.name << " = \"" << name << "\"(" << join_names(operands) << ") ({\n"
+        << "    ^bb" << next_++ << "(";
+  for (size_t i = 0; i < region_arguments.size(); ++i) {
+    body_ << (i ? ", " : "") << region_arguments[i].name << ": " << region_arguments[i].type();
+  }
+  body_ << "):\n" << region << "    })";
+  if (!attributes.empty()) body_ << " {" << attributes << "}";
+  body_ << " : (" << join_types(operands) << ") -> " << result.type() << "\n";
+  return result;
+}
+
+Tensor FunctionBuilder::region_argument(ir::DType dtype) { return {next_name(), dtype, {}}; }
+
+Tensor FunctionBuilder::splat(const std::string& literal, ir::DType dtype,
+                              std::vector<int64_t> shape) {
+  const std::string type = tensor_type(dtype, shape);
+  return op("stablehlo.constant", {}, dtype, std::move(shape),
+            "value = dense<" + literal + "> : " + type);
+}
+
+Tensor FunctionBuilder::zeros(ir::DType dtype, std::vector<int64_t> shape) {
+  const char* literal = dtype == ir::DType::kBool ? "false" : is_float(dtype) ? "0.000000e+00" : "0";
+  return splat(literal, dtype, std::move(shape));
+}
+
+Tensor FunctionBuilder::reshape(const Tensor& x, std::vector<int64_t> shape) {
+  if (x.shape == shape) return x;
+  return op("stablehlo.reshape", {x}, x.dtype, std::move(shape));
+}
+
+Tensor FunctionBuilder::convert(const Tensor& x, ir::DType dtype) {
+  if (x.dtype == dtype) return x;
+  return op("stablehlo.convert", {x}, dtype, x.shape);
+}
+
+Tensor FunctionBuilder::broadcast_to(const Tensor& x, const std::vector<int64_t>& shape) {
+  if (x.shape == shape) return x;
+  if (x.shape.size() > shape.size()) {
+    throw std::invalid_argument("cannot broadcast " + x.type() + " to " +
+                                tensor_type(x.dtype, shape));
+  }
+  std::vector<int64_t> dimensions;
+  const size_t lead = shape.size() - x.shape.size();
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (x.shape[d] != 1 && x.shape[d] != shape[lead + d]) {
+      throw std::invalid_argument("cannot broadcast " + x.type() + " to " +
+                                  tensor_type(x.dtype, shape));
+    }
+    dimensions.push_back(static_cast<int64_t>(lead + d));
+  }
+  return op("stablehlo.broadcast_in_dim", {x}, x.dtype, shape,
+            "broadcast_dimensions = " + i64_array(dimensions));
+}
+
+Tensor FunctionBuilder::binary(const std::string& name, const Tensor& a, const Tensor& b) {
+  return op(name, {a, b}, a.dtype, a.shape);
+}
+
+Tensor FunctionBuilder::unary(const std::string& name, const Tensor& x) {
+  return op(name, {x}, x.dtype, x.shape);
+}
+
+std::string FunctionBuilder::finish_module(const std::vector<Tensor>& results) const {
+  std::ostringstream text;
+  text << "\"builtin.module\"() ({\n  \"func.func\"() ({\n  ^bb0(";
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    text << (i ? ", " : "") << parameters_[i].name << ": " << parameters_[i].type();
+  }
+  text << "):\n" << body_.str();
+  text << "    \"func.return\"(" << join_names(results) << ") : (" << join_types(results)
+       << ") -> ()\n";
+  text << "  }) {function_type = (" << join_types(parameters_) << ") -> (" << join_types(results)
+       << "), sym_name = \"main\"} : () -> ()\n}) : () -> ()\n";
+  return text.str();
+}
+
+}  // namespace torch_tpu::executors::pjrt::lowering

@@ -1,0 +1,80 @@
+// Writing one StableHLO function as MLIR text in the generic op form (`"stablehlo.add"(%a, %b)
+// : (...) -> ...`), the form that changes least across StableHLO versions (notes/pjrt.md).
+// Torch-free. Tensors are SSA names with their IR dtype and static shape; every op the lowering
+// emits goes through FunctionBuilder, so the text has one spelling for each construct.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ir/dtype.h"
+
+namespace torch_tpu::executors::pjrt::lowering {
+
+// The MLIR element type of `dtype` ("f32", "i64", "i1" for bool, "ui8", "bf16", ...). Throws
+// std::invalid_argument "not supported yet: ..." for complex, quantized and float8 types.
+std::string element_type(ir::DType dtype);
+// "tensor<3x4xf32>", "tensor<f32>" for rank 0.
+std::string tensor_type(ir::DType dtype, const std::vector<int64_t>& shape);
+// "array<i64: 1, 0>", the spelling of StableHLO's i64 array attributes.
+std::string i64_array(const std::vector<int64_t>& values);
+// "[1, 0]", the spelling of index lists inside #stablehlo.gather / #stablehlo.dot.
+std::string index_list(const std::vector<int64_t>& values);
+
+// An SSA value of the function being built.
+struct Tensor {
+  std::string name;  // "%7"
+  ir::DType dtype = ir::DType::kFloat32;
+  std::vector<int64_t> shape;
+
+  std::string type() const { return tensor_type(dtype, shape); }
+  int64_t numel() const;
+};
+
+// Builds the body of `main`: parameters first, then ops in order, then the return. Not
+// thread-safe (one builder per lowering).
+class FunctionBuilder {
+ public:
+  // Appends a parameter of the given type and returns it.
+  Tensor parameter(ir::DType dtype, std::vector<int64_t> shape);
+
+  // Emits `%n = "<op>"(<operands>) {<attributes>} : (<operand types>) -> <result type>` and
+  // returns the result. `attributes` is the text inside the braces, empty for none.
+  Tensor op(const std::string& name, const std::vector<Tensor>& operands, ir::DType dtype,
+            std::vector<int64_t> shape, const std::string& attributes = "");
+  // The same with a single-block region (reduce's computation): `region` is the block body,
+  // `region_arguments` its arguments (made with region_argument).
+  Tensor op_with_region(const std::string& name, const std::vector<Tensor>& operands,
+                        ir::DType dtype, std::vector<int64_t> shape, const std::string& attributes,
+                        const std::vector<Tensor>& region_arguments, const std::string& region);
+  // A fresh name for a region's block argument, of the given 0-d type.
+  Tensor region_argument(ir::DType dtype);
+
+  // A constant splat of `literal` ("0", "1.000000e+00", "false") with the given type.
+  Tensor splat(const std::string& literal, ir::DType dtype, std::vector<int64_t> shape);
+  // A zero of `dtype` ("0", "0.000000e+00" or "false") as a splat of `shape`.
+  Tensor zeros(ir::DType dtype, std::vector<int64_t> shape);
+
+  // Common ops, typed from their operands.
+  Tensor reshape(const Tensor& x, std::vector<int64_t> shape);
+  Tensor convert(const Tensor& x, ir::DType dtype);
+  // Broadcasts `x` (numpy rules: trailing dims aligned, size-1 dims stretched) to `shape`.
+  Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape);
+  Tensor binary(const std::string& name, const Tensor& a, const Tensor& b);
+  Tensor unary(const std::string& name, const Tensor& x);
+
+  // The whole module, returning `results`. Call once, after the body is complete.
+  std::string finish_module(const std::vector<Tensor>& results) const;
+
+  // A fresh SSA name ("%12"), for the values inside a region a lowering writes itself.
+  std::string next_name();
+
+ private:
+  std::vector<Tensor> parameters_;
+  std::ostringstream body_;
+  int64_t next_ = 0;
+};
+
+}  // namespace torch_tpu::executors::pjrt::lowering

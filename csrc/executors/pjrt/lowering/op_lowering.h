@@ -1,0 +1,95 @@
+// What an op's StableHLO lowering sees, and the lowerings themselves: one file per op family
+// (pointwise.cpp, comparison.cpp, matmul.cpp, reduction.cpp, copy.cpp), listed in ONE table
+// (registry.cpp). A lowering is functional: it reads its arguments' values and returns one
+// tensor per tensor return; the program lowering (lower_program.cpp) writes those into the
+// storages the node writes, so out= and in-place variants share their functional form's
+// lowering. Torch-free.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "executors/pjrt/lowering/mlir_text.h"
+#include "ir/program.h"
+
+namespace torch_tpu::executors::pjrt::lowering {
+
+// One node being lowered. Tensor arguments are read on demand (an out= argument is never read).
+class OpContext {
+ public:
+  using ReadValue = std::function<Tensor(ir::ValueId)>;
+  OpContext(FunctionBuilder& builder, const ir::Program& program, const ir::Node& node,
+            std::vector<Tensor> scalar_operands, ReadValue read)
+      : builder_(builder), program_(program), node_(node),
+        scalar_operands_(std::move(scalar_operands)), read_(std::move(read)) {}
+
+  FunctionBuilder& builder() { return builder_; }
+  const ir::Node& node() const { return node_; }
+  const std::string& op() const { return node_.op; }
+  // Argument `index` in schema order; throws naming the op when it is missing.
+  const ir::Argument& arg(size_t index) const;
+  // The value of tensor argument `index` as of this node (program order).
+  Tensor tensor(size_t index);
+  // The dtype of tensor argument `index`, without reading it.
+  ir::DType tensor_dtype(size_t index) const;
+  // The 0-d module parameter of kScalar argument `index` (a run-time operand).
+  Tensor scalar(size_t index) const;
+  // The layout of the node's tensor return `index` (in the order of node.returns).
+  const ir::TensorType& return_type(size_t index) const;
+  // True for an out= or in-place variant: its output's dtype is not derived from its inputs.
+  bool writes_an_argument() const;
+  // Throws std::invalid_argument "not supported yet: <op>: <what>".
+  [[noreturn]] void refuse(const std::string& what) const;
+
+ private:
+  FunctionBuilder& builder_;
+  const ir::Program& program_;
+  const ir::Node& node_;
+  std::vector<Tensor> scalar_operands_;  // in argument order, one per kScalar argument
+  ReadValue read_;
+};
+
+// Returns the node's tensor returns, in node.returns order, each shaped as its return type.
+using OpLowering = std::vector<Tensor> (*)(OpContext& context);
+
+// The lowering of schema name `op` ("aten::add.Tensor"), or nullptr.
+OpLowering find_lowering(const std::string& op);
+// Every op with a lowering, sorted (for documentation and tests).
+std::vector<std::string> lowered_ops();
+
+// Families (registry.cpp maps schema names to these).
+std::vector<Tensor> lower_add(OpContext& context);        // add.Tensor/.Scalar/.out/_.Tensor
+std::vector<Tensor> lower_sub(OpContext& context);
+std::vector<Tensor> lower_mul(OpContext& context);
+std::vector<Tensor> lower_div(OpContext& context);
+std::vector<Tensor> lower_neg(OpContext& context);
+std::vector<Tensor> lower_exp(OpContext& context);
+std::vector<Tensor> lower_relu(OpContext& context);
+std::vector<Tensor> lower_sqrt(OpContext& context);
+std::vector<Tensor> lower_rsqrt(OpContext& context);
+std::vector<Tensor> lower_log(OpContext& context);
+std::vector<Tensor> lower_tanh(OpContext& context);
+std::vector<Tensor> lower_sigmoid(OpContext& context);
+std::vector<Tensor> lower_abs(OpContext& context);
+std::vector<Tensor> lower_maximum(OpContext& context);
+std::vector<Tensor> lower_minimum(OpContext& context);
+std::vector<Tensor> lower_eq(OpContext& context);         // eq.Tensor, eq.Scalar (+ .out)
+std::vector<Tensor> lower_ne(OpContext& context);
+std::vector<Tensor> lower_lt(OpContext& context);
+std::vector<Tensor> lower_le(OpContext& context);
+std::vector<Tensor> lower_gt(OpContext& context);
+std::vector<Tensor> lower_ge(OpContext& context);
+std::vector<Tensor> lower_where(OpContext& context);      // where.self
+std::vector<Tensor> lower_mm(OpContext& context);         // mm, mm.out
+std::vector<Tensor> lower_bmm(OpContext& context);        // bmm, bmm.out
+std::vector<Tensor> lower_sum_dims(OpContext& context);   // sum.dim_IntList, sum.IntList_out
+std::vector<Tensor> lower_sum(OpContext& context);        // sum (all elements)
+std::vector<Tensor> lower_mean_dims(OpContext& context);  // mean.dim, mean.out
+std::vector<Tensor> lower_copy_(OpContext& context);      // copy_
+std::vector<Tensor> lower_clone(OpContext& context);      // clone, _to_copy
+std::vector<Tensor> lower_fill_(OpContext& context);      // fill_.Scalar
+std::vector<Tensor> lower_zero_(OpContext& context);      // zero_
+
+}  // namespace torch_tpu::executors::pjrt::lowering

@@ -1,0 +1,100 @@
+// Pointwise ops: inputs are converted to the output's dtype and broadcast to its shape (for a
+// functional op PyTorch's output dtype is the computation dtype, so this is its semantics).
+// out= and in-place variants whose inputs have another dtype than the output are refused: there
+// PyTorch computes in the inputs' promoted dtype and casts, which we do not model yet.
+#include "executors/pjrt/lowering/op_lowering.h"
+
+namespace torch_tpu::executors::pjrt::lowering {
+namespace {
+
+using ir::DType;
+
+// Tensor or Scalar argument `index` as a tensor of the output's dtype and shape.
+Tensor operand(OpContext& context, size_t index, const ir::TensorType& out) {
+  FunctionBuilder& builder = context.builder();
+  const ir::Argument& arg = context.arg(index);
+  Tensor value;
+  if (arg.kind == ir::Argument::Kind::kTensor) {
+    if (context.writes_an_argument() && context.tensor_dtype(index) != out.dtype) {
+      context.refuse("an input of dtype " + ir::dtype_name(context.tensor_dtype(index)) +
+                     " written to an output of dtype " + ir::dtype_name(out.dtype));
+    }
+    value = context.tensor(index);
+  } else if (arg.kind == ir::Argument::Kind::kScalar) {
+    value = context.scalar(index);
+  } else {
+    context.refuse("argument " + std::to_string(index) + " is neither a tensor nor a Scalar");
+  }
+  return builder.broadcast_to(builder.convert(value, out.dtype), out.sizes);
+}
+
+// a + b * alpha (sub: a - b * alpha); alpha, when present, is a run-time Scalar.
+std::vector<Tensor> add_or_sub(OpContext& context, const char* op) {
+  const ir::TensorType& out = context.return_type(0);
+  if (out.dtype == DType::kBool) context.refuse("bool arithmetic");
+  FunctionBuilder& builder = context.builder();
+  const Tensor a = operand(context, 0, out);
+  Tensor b = operand(context, 1, out);
+  const ir::Argument* alpha = context.node().args.size() > 2 ? &context.arg(2) : nullptr;
+  if (alpha != nullptr && alpha->kind == ir::Argument::Kind::kScalar) {
+    b = builder.binary("stablehlo.multiply", b, operand(context, 2, out));
+  }
+  return {builder.binary(op, a, b)};
+}
+
+std::vector<Tensor> binary(OpContext& context, const char* op) {
+  const ir::TensorType& out = context.return_type(0);
+  return {context.builder().binary(op, operand(context, 0, out), operand(context, 1, out))};
+}
+
+std::vector<Tensor> unary(OpContext& context, const char* op) {
+  const ir::TensorType& out = context.return_type(0);
+  return {context.builder().unary(op, operand(context, 0, out))};
+}
+
+}  // namespace
+
+std::vector<Tensor> lower_add(OpContext& context) { return add_or_sub(context, "stablehlo.add"); }
+std::vector<Tensor> lower_sub(OpContext& context) { return add_or_sub(context, "stablehlo.subtract"); }
+std::vector<Tensor> lower_mul(OpContext& context) { return binary(context, "stablehlo.multiply"); }
+
+std::vector<Tensor> lower_div(OpContext& context) {
+  // True division: PyTorch's output is floating, so converting first is exact.
+  const DType out = context.return_type(0).dtype;
+  if (out != DType::kFloat16 && out != DType::kBFloat16 && out != DType::kFloat32 &&
+      out != DType::kFloat64) {
+    context.refuse("a non-floating output (true division returns a floating dtype)");
+  }
+  return binary(context, "stablehlo.divide");
+}
+
+std::vector<Tensor> lower_neg(OpContext& context) {
+  if (context.return_type(0).dtype == DType::kBool) context.refuse("negation of bool");
+  return unary(context, "stablehlo.negate");
+}
+
+std::vector<Tensor> lower_exp(OpContext& context) { return unary(context, "stablehlo.exponential"); }
+std::vector<Tensor> lower_sqrt(OpContext& context) { return unary(context, "stablehlo.sqrt"); }
+std::vector<Tensor> lower_rsqrt(OpContext& context) { return unary(context, "stablehlo.rsqrt"); }
+std::vector<Tensor> lower_log(OpContext& context) { return unary(context, "stablehlo.log"); }
+std::vector<Tensor> lower_tanh(OpContext& context) { return unary(context, "stablehlo.tanh"); }
+std::vector<Tensor> lower_sigmoid(OpContext& context) { return unary(context, "stablehlo.logistic"); }
+
+std::vector<Tensor> lower_abs(OpContext& context) {
+  if (context.return_type(0).dtype == DType::kBool) context.refuse("abs of bool");
+  return unary(context, "stablehlo.abs");
+}
+
+std::vector<Tensor> lower_maximum(OpContext& context) { return binary(context, "stablehlo.maximum"); }
+std::vector<Tensor> lower_minimum(OpContext& context) { return binary(context, "stablehlo.minimum"); }
+
+std::vector<Tensor> lower_relu(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  if (out.dtype == DType::kBool) context.refuse("relu of bool");
+  FunctionBuilder& builder = context.builder();
+  const Tensor x = operand(context, 0, out);
+  // maximum propagates NaN, as torch.relu does.
+  return {builder.binary("stablehlo.maximum", x, builder.zeros(out.dtype, out.sizes))};
+}
+
+}  // namespace torch_tpu::executors::pjrt::lowering

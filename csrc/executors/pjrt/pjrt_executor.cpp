@@ -1,0 +1,332 @@
+#include "executors/pjrt/pjrt_executor.h"
+
+#include <cstring>
+#include <stdexcept>
+#include <unordered_set>
+#include <utility>
+
+#include "ir/verifier.h"
+
+namespace torch_tpu::executors::pjrt {
+namespace {
+
+using Slot = PjrtExecutor::Slot;
+
+// Slot handles live in their own range, far from the host runtime's chip addresses
+// (runtime::chip_base_address), so neither executor mistakes the other's for its own.
+constexpr runtime::DeviceAddress kFirstSlotAddress = runtime::DeviceAddress{0x7} << 52;
+constexpr runtime::DeviceAddress kSlotAlignment = 256;
+
+// Op names live as long as the process: a queued task names its op by pointer.
+const char* intern(const std::string& name) {
+  static std::mutex mutex;
+  static std::unordered_set<std::string> names;
+  std::lock_guard<std::mutex> lock(mutex);
+  return names.insert(name).first->c_str();
+}
+
+std::string program_name(const ir::Program& program) {
+  if (program.nodes.size() == 1) return program.nodes.front().op;
+  std::string name = "pjrt program of " + std::to_string(program.nodes.size()) + " nodes (";
+  for (size_t n = 0; n < program.nodes.size() && n < 4; ++n) {
+    name += (n ? ", " : "") + program.nodes[n].op;
+  }
+  return name + (program.nodes.size() > 4 ? ", ...)" : ")");
+}
+
+std::string hex(runtime::DeviceAddress address) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "0x%llx", static_cast<unsigned long long>(address));
+  return text;
+}
+
+std::shared_ptr<const Buffer> upload(const Client& client, const void* bytes, int64_t size) {
+  const int64_t dims[1] = {size};
+  return std::make_shared<const Buffer>(client.copy_to_device(bytes, capi::BufferType::kU8, dims));
+}
+
+// The slot's bytes on the host (zeros before its first write).
+std::vector<unsigned char> download(const Slot& slot) {
+  std::shared_ptr<const Buffer> buffer;
+  int64_t bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(slot.mutex);
+    buffer = slot.buffer;
+    bytes = slot.bytes;
+  }
+  std::vector<unsigned char> host(static_cast<size_t>(bytes), 0);
+  if (buffer != nullptr && bytes > 0) buffer->copy_to_host(host.data(), host.size());
+  return host;
+}
+
+int64_t bytes_of(const Slot& slot) {
+  std::lock_guard<std::mutex> lock(slot.mutex);
+  return slot.bytes;
+}
+
+void install(Slot& slot, std::shared_ptr<const Buffer> buffer, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(slot.mutex);
+  slot.buffer = std::move(buffer);
+  slot.bytes = bytes;
+}
+
+void check_range(const char* what, int64_t offset, size_t bytes, int64_t slot_bytes) {
+  if (offset + static_cast<int64_t>(bytes) > slot_bytes) {
+    throw runtime::RuntimeError(std::string(what) + ": " + std::to_string(bytes) +
+                                " bytes at offset " + std::to_string(offset) +
+                                " run past the end of a buffer of " + std::to_string(slot_bytes));
+  }
+}
+
+}  // namespace
+
+struct PjrtExecutor::ScalarBuffers {
+  static constexpr size_t kCapacity = 256;  // values kept; a full cache starts over
+
+  std::shared_ptr<const Buffer> get(const Client& client, const ir::ScalarValue& scalar) {
+    const bool as_bool = scalar.kind == ir::ScalarValue::Kind::kBool;
+    const bool as_int = scalar.kind == ir::ScalarValue::Kind::kInt;
+    const auto boolean = static_cast<uint8_t>(scalar.integer != 0);
+    const void* data = as_bool  ? static_cast<const void*>(&boolean)
+                       : as_int ? static_cast<const void*>(&scalar.integer)
+                                : static_cast<const void*>(&scalar.real);
+    uint64_t bits = 0;
+    std::memcpy(&bits, data, as_bool ? 1 : 8);
+    const std::pair<int, uint64_t> key{static_cast<int>(scalar.kind), bits};
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (auto found = buffers.find(key); found != buffers.end()) return found->second;
+    }
+    const capi::BufferType type = as_bool  ? capi::BufferType::kPred
+                                  : as_int ? capi::BufferType::kS64
+                                           : capi::BufferType::kF64;
+    auto buffer = std::make_shared<const Buffer>(client.copy_to_device(data, type, {}));
+    std::lock_guard<std::mutex> lock(mutex);
+    if (buffers.size() >= kCapacity) buffers.clear();
+    buffers.emplace(key, buffer);
+    return buffer;
+  }
+
+  std::mutex mutex;
+  std::map<std::pair<int, uint64_t>, std::shared_ptr<const Buffer>> buffers;
+};
+
+PjrtExecutor::PjrtExecutor(std::shared_ptr<Client> client)
+    : client_(std::move(client)),
+      scalar_buffers_(std::make_shared<ScalarBuffers>()),
+      next_address_(kFirstSlotAddress) {
+  if (client_ == nullptr) throw std::invalid_argument("PjrtExecutor: no client");
+}
+
+std::unique_ptr<PjrtExecutor> PjrtExecutor::create(const std::string& plugin,
+                                                   const std::vector<std::string>& search_dirs) {
+  return std::make_unique<PjrtExecutor>(Client::create(Plugin::load(plugin, search_dirs)));
+}
+
+std::string PjrtExecutor::name() const { return "pjrt:" + client_->platform_name(); }
+
+std::shared_ptr<const Executable> PjrtExecutor::compile(const ir::Program& program) {
+  ir::verify_or_throw(program);
+  auto executable = std::make_shared<PjrtExecutable>();
+  executable->lowered = lowering::lower_program(program);
+  executable->op_name = intern(program_name(program));
+  try {
+    executable->loaded = client_->compile(executable->lowered.mlir);
+  } catch (const PjrtError& error) {
+    // The plugin's message names no op; ours does (the module text is in lowered.mlir).
+    throw PjrtError(std::string("PJRT_Client_Compile of ") + executable->op_name, error.code(),
+                    error.plugin_message());
+  }
+  for (const ir::Storage& storage : program.storages) {
+    executable->storage_bytes.push_back(storage.bytes);
+  }
+  return executable;
+}
+
+void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings bindings,
+                       runtime::Stream& stream) {
+  auto compiled = std::dynamic_pointer_cast<const PjrtExecutable>(std::move(executable));
+  if (compiled == nullptr) throw std::invalid_argument("PjrtExecutor::run: not a PJRT executable");
+  const lowering::LoweredProgram& lowered = compiled->lowered;
+  if (bindings.storages.size() != compiled->storage_bytes.size() ||
+      bindings.scalars.size() != lowered.scalar_kinds.size()) {
+    throw std::invalid_argument(
+        std::string("PjrtExecutor::run: ") + compiled->op_name + " takes " +
+        std::to_string(compiled->storage_bytes.size()) + " storages and " +
+        std::to_string(lowered.scalar_kinds.size()) + " scalars; bound " +
+        std::to_string(bindings.storages.size()) + " and " +
+        std::to_string(bindings.scalars.size()));
+  }
+  // Slots are bound now, in issue order: a later free() cannot take them from this run.
+  auto bind = [&](const std::vector<ir::StorageId>& storages) {
+    std::vector<std::pair<ir::StorageId, Located>> bound;
+    for (const ir::StorageId s : storages) {
+      bound.emplace_back(s, locate(bindings.storages[static_cast<size_t>(s)]));
+    }
+    return bound;
+  };
+  auto task = [client = client_, scalar_cache = scalar_buffers_, compiled,
+               parameters = bind(lowered.parameter_storages),
+               results = bind(lowered.result_storages), addresses = bindings.storages,
+               scalars = std::move(bindings.scalars)] {
+    auto check = [&](ir::StorageId s, const Located& at) {
+      const runtime::DeviceAddress address = addresses[static_cast<size_t>(s)];
+      if (at.slot == nullptr || at.offset != 0) {
+        throw runtime::RuntimeError("storage s" + std::to_string(s) + " is bound to " +
+                                    hex(address) + ", which is not a buffer of the pjrt:" +
+                                    client->platform_name() + " executor");
+      }
+    };
+    std::vector<std::shared_ptr<const Buffer>> arguments;
+    for (const auto& [s, at] : parameters) {
+      check(s, at);
+      const int64_t expected = compiled->storage_bytes[static_cast<size_t>(s)];
+      std::lock_guard<std::mutex> lock(at.slot->mutex);
+      if (at.slot->bytes != expected) {
+        throw runtime::RuntimeError("storage s" + std::to_string(s) + " has " +
+                                    std::to_string(expected) +
+                                    " bytes in the program but its buffer has " +
+                                    std::to_string(at.slot->bytes));
+      }
+      // A slot never written reads as zeros; the zeros become its buffer.
+      if (at.slot->buffer == nullptr) {
+        const std::vector<unsigned char> zeros(static_cast<size_t>(expected), 0);
+        at.slot->buffer = upload(*client, zeros.data(), expected);
+      }
+      arguments.push_back(at.slot->buffer);
+    }
+    for (const ir::ScalarValue& scalar : scalars) {
+      arguments.push_back(scalar_cache->get(*client, scalar));
+    }
+    for (const auto& [s, at] : results) check(s, at);
+    std::vector<const Buffer*> argument_list;
+    for (const auto& argument : arguments) argument_list.push_back(argument.get());
+    Event done;
+    std::vector<Buffer> outputs = compiled->loaded.execute(argument_list, &done);
+    // Waiting here keeps a failing run's error with this task, which names the op.
+    done.await();
+    for (size_t r = 0; r < results.size(); ++r) {
+      const auto& [s, at] = results[r];
+      install(*at.slot, std::make_shared<const Buffer>(std::move(outputs[r])),
+              compiled->storage_bytes[static_cast<size_t>(s)]);
+    }
+  };
+  stream.enqueue(compiled->op_name, std::move(task), bindings.issued_at);
+}
+
+runtime::DeviceAddress PjrtExecutor::allocate(int chip, size_t bytes, int64_t) {
+  if (chip != 0) {
+    throw std::invalid_argument("not supported yet: the PJRT executor drives one device "
+                                "(chip 0), asked for chip " + std::to_string(chip));
+  }
+  auto slot = std::make_shared<Slot>();
+  slot->bytes = static_cast<int64_t>(bytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  const runtime::DeviceAddress address = next_address_;
+  // Addresses are never reused, and a gap keeps one past the end outside every slot.
+  next_address_ += ((bytes + kSlotAlignment - 1) / kSlotAlignment + 1) * kSlotAlignment;
+  slots_.emplace(address, std::move(slot));
+  return address;
+}
+
+void PjrtExecutor::free(int, runtime::DeviceAddress buffer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (slots_.erase(buffer) == 0) {
+    throw std::invalid_argument("PjrtExecutor::free: " + hex(buffer) + " is not a live buffer");
+  }
+}
+
+PjrtExecutor::Located PjrtExecutor::locate(runtime::DeviceAddress address) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto found = slots_.upper_bound(address);
+  if (found == slots_.begin()) return {};
+  --found;
+  const auto offset = static_cast<int64_t>(address - found->first);
+  std::lock_guard<std::mutex> slot_lock(found->second->mutex);
+  if (offset > 0 && offset >= found->second->bytes) return {};
+  return {found->second, offset};
+}
+
+size_t PjrtExecutor::live_slots() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return slots_.size();
+}
+
+std::shared_ptr<const Buffer> PjrtExecutor::current_buffer(runtime::DeviceAddress address) const {
+  const Located at = locate(address);
+  if (at.slot == nullptr) throw std::invalid_argument(hex(address) + " is not a PJRT buffer");
+  std::lock_guard<std::mutex> lock(at.slot->mutex);
+  return at.slot->buffer;
+}
+
+void PjrtExecutor::copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
+                                  runtime::Stream& stream) {
+  const Located at = locate(device);
+  if (at.slot == nullptr) throw std::invalid_argument(hex(device) + " is not a PJRT buffer");
+  stream.enqueue("tpu::copy_to_device", [client = client_, at, host, bytes] {
+    const int64_t slot_bytes = bytes_of(*at.slot);
+    check_range("copy_to_device", at.offset, bytes, slot_bytes);
+    if (at.offset == 0 && static_cast<int64_t>(bytes) == slot_bytes) {
+      install(*at.slot, upload(*client, host, slot_bytes), slot_bytes);
+      return;
+    }
+    std::vector<unsigned char> whole = download(*at.slot);
+    std::memcpy(whole.data() + at.offset, host, bytes);
+    install(*at.slot, upload(*client, whole.data(), slot_bytes), slot_bytes);
+  });
+}
+
+void PjrtExecutor::copy_to_host(runtime::DeviceAddress device, void* host, size_t bytes,
+                                runtime::Stream& stream) {
+  const Located at = locate(device);
+  if (at.slot == nullptr) throw std::invalid_argument(hex(device) + " is not a PJRT buffer");
+  stream.enqueue("tpu::copy_to_host", [at, host, bytes] {
+    std::shared_ptr<const Buffer> buffer;
+    int64_t slot_bytes = 0;
+    {
+      std::lock_guard<std::mutex> lock(at.slot->mutex);
+      buffer = at.slot->buffer;
+      slot_bytes = at.slot->bytes;
+    }
+    check_range("copy_to_host", at.offset, bytes, slot_bytes);
+    if (buffer != nullptr && at.offset == 0 && static_cast<int64_t>(bytes) == slot_bytes) {
+      if (bytes > 0) buffer->copy_to_host(host, bytes);
+      return;
+    }
+    const std::vector<unsigned char> whole = download(*at.slot);
+    if (bytes > 0) std::memcpy(host, whole.data() + at.offset, bytes);
+  });
+}
+
+void PjrtExecutor::copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to,
+                                  size_t bytes, runtime::Stream& stream) {
+  const Located source = locate(from);
+  const Located target = locate(to);
+  if (source.slot == nullptr) throw std::invalid_argument(hex(from) + " is not a PJRT buffer");
+  if (target.slot == nullptr) throw std::invalid_argument(hex(to) + " is not a PJRT buffer");
+  stream.enqueue("tpu::copy_on_device", [client = client_, source, target, bytes] {
+    std::shared_ptr<const Buffer> shared;
+    int64_t source_bytes = 0;
+    {
+      std::lock_guard<std::mutex> lock(source.slot->mutex);
+      shared = source.slot->buffer;
+      source_bytes = source.slot->bytes;
+    }
+    const int64_t whole_target = bytes_of(*target.slot);
+    // Buffers are immutable: a whole copy is the same buffer in a second slot.
+    if (source.offset == 0 && target.offset == 0 && static_cast<int64_t>(bytes) == source_bytes &&
+        source_bytes == whole_target) {
+      install(*target.slot, std::move(shared), whole_target);
+      return;
+    }
+    const std::vector<unsigned char> from_bytes = download(*source.slot);
+    check_range("copy_on_device", source.offset, bytes, static_cast<int64_t>(from_bytes.size()));
+    const int64_t target_bytes = bytes_of(*target.slot);
+    check_range("copy_on_device", target.offset, bytes, target_bytes);
+    std::vector<unsigned char> whole = download(*target.slot);
+    if (bytes > 0) std::memcpy(whole.data() + target.offset, from_bytes.data() + source.offset, bytes);
+    install(*target.slot, upload(*client, whole.data(), target_bytes), target_bytes);
+  });
+}
+
+}  // namespace torch_tpu::executors::pjrt

@@ -1,0 +1,95 @@
+// The PJRT executor (DESIGN §2, §3): compiles IR programs to StableHLO (lowering/) and runs them
+// on a PJRT client's first device, in stream order. PJRT buffers are immutable, so a storage is
+// a slot holding its CURRENT buffer (raw bytes, `ui8[N]`): a run reads the slots of the storages
+// it reads and installs new buffers into the slots of the live-out storages it writes, and a
+// copy into a storage replaces its buffer. Device addresses are handles into the slot table,
+// never host addresses. Torch-free; thread-safe.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "executors/executor.h"
+#include "executors/pjrt/client.h"
+#include "executors/pjrt/lowering/lower_program.h"
+
+namespace torch_tpu::executors::pjrt {
+
+// A program compiled by a PjrtExecutor: the loaded executable and which storage (or Scalar)
+// each of its parameters and results is.
+struct PjrtExecutable final : Executable {
+  lowering::LoweredProgram lowered;
+  LoadedExecutable loaded;
+  std::vector<int64_t> storage_bytes;  // per program storage
+  const char* op_name = nullptr;       // interned: the op, or a list of a program's ops
+};
+
+class PjrtExecutor final : public Executor {
+ public:
+  // Runs on `client`'s device 0.
+  explicit PjrtExecutor(std::shared_ptr<Client> client);
+  // Loads the named plugin ("cpu", "tpu" or a path; see plugin.h) and makes a client on it.
+  static std::unique_ptr<PjrtExecutor> create(const std::string& plugin,
+                                               const std::vector<std::string>& search_dirs = {});
+
+  // "pjrt:<platform>", e.g. "pjrt:cpu".
+  std::string name() const override;
+  // Verifies, lowers (throws "not supported yet: ..." for what lowering/ cannot express) and
+  // compiles (throws PjrtError naming the op, with the compiler's message). Blocks; thread-safe.
+  std::shared_ptr<const Executable> compile(const ir::Program& program) override;
+  // Binds each storage's slot now (bindings.storages: one address per program storage, 0 for
+  // scratch) and queues the run. A missing slot, a slot whose size is not the program's, or a
+  // PJRT failure fails the task: the stream raises it at its next sync point, naming the op.
+  // Bindings of the wrong count, or another executor's executable, throw std::invalid_argument.
+  void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
+           runtime::Stream& stream) override;
+  // A new slot of `bytes` with no buffer yet (it reads as zeros until written). Chip 0 only.
+  runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) override;
+  // Drops the slot from the table; work already queued keeps its buffer alive until it ran.
+  void free(int chip, runtime::DeviceAddress buffer) override;
+  // Whole-slot copies replace (to device) or read (to host) the slot's buffer; copy_on_device
+  // of a whole slot into an equal-sized one shares the immutable buffer. A copy of part of a
+  // slot (an address inside it, or fewer bytes) round-trips the whole slot through host memory.
+  void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
+                      runtime::Stream& stream) override;
+  void copy_to_host(runtime::DeviceAddress device, void* host, size_t bytes,
+                    runtime::Stream& stream) override;
+  void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
+                      runtime::Stream& stream) override;
+
+  const Client& client() const { return *client_; }
+  // Slots allocated and not freed.
+  size_t live_slots() const;
+  // The slot's current buffer (null before its first write), as of the work that has run; for
+  // tests and the engine's inspection. Throws std::invalid_argument for an unknown address.
+  std::shared_ptr<const Buffer> current_buffer(runtime::DeviceAddress address) const;
+
+  // One storage's current contents. Shared by the table and queued tasks (so a free does not
+  // pull it from under work already queued); guarded by its own mutex.
+  struct Slot {
+    mutable std::mutex mutex;
+    int64_t bytes = 0;
+    std::shared_ptr<const Buffer> buffer;
+  };
+
+ private:
+  struct Located {
+    std::shared_ptr<Slot> slot;  // null: no slot there
+    int64_t offset = 0;
+  };
+  Located locate(runtime::DeviceAddress address) const;
+
+  std::shared_ptr<Client> client_;
+  // 0-d buffers of recent Scalar values, shared with queued runs: a steady loop (the same
+  // alpha or learning rate every step) uploads none.
+  struct ScalarBuffers;
+  std::shared_ptr<ScalarBuffers> scalar_buffers_;
+  mutable std::mutex mutex_;  // guards slots_ and next_address_
+  std::map<runtime::DeviceAddress, std::shared_ptr<Slot>> slots_;  // by first address
+  runtime::DeviceAddress next_address_;
+};
+
+}  // namespace torch_tpu::executors::pjrt

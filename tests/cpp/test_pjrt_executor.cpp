@@ -1,0 +1,287 @@
+// The PJRT executor end to end on the real CPU plugin (scripts/setup.sh installs it): IR
+// programs built here are lowered to StableHLO, compiled, run on a stream, and their results
+// compared with values computed in plain C++. Skipped, saying why, without the plugin.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "pjrt_executor_fixture.h"
+
+using namespace torch_tpu;
+using namespace torch_tpu::ir;
+using namespace torch_tpu::ir::testing;
+using executors::RunBindings;
+using executors::pjrt::PjrtExecutor;
+using executors::pjrt::testing::bind;
+using executors::pjrt::testing::iota_floats;
+using executors::pjrt::testing::PjrtExecutorTest;
+using executors::pjrt::testing::to_bf16;
+
+
+TEST_F(PjrtExecutorTest, NamesItsPlatform) { EXPECT_EQ(executor_->name(), "pjrt:cpu"); }
+
+TEST_F(PjrtExecutorTest, AddWithTwoAlphasThroughOneExecutable) {
+  const std::vector<float> x = iota_floats(32, -3.0f, 0.5f);
+  const std::vector<float> w = iota_floats(32, 1.0f, 0.25f);
+  const Program program = add_program(1.0);
+  const auto executable = executor_->compile(program);
+  const runtime::DeviceAddress sx = upload(x), sw = upload(w);
+  const runtime::DeviceAddress sy = executor_->allocate(0, 32 * sizeof(float), 0);
+  for (const double alpha : {2.0, -0.5}) {
+    RunBindings bindings;
+    bindings.storages = {sx, sw, sy};
+    bindings.scalars = dynamic_scalars(add_program(alpha));
+    executor_->run(executable, std::move(bindings), stream_);
+    const std::vector<float> y = download<float>(sy, 32);
+    for (size_t i = 0; i < 32; ++i) {
+      EXPECT_FLOAT_EQ(y[i], x[i] + w[i] * static_cast<float>(alpha)) << "alpha " << alpha << " at " << i;
+    }
+  }
+}
+
+TEST_F(PjrtExecutorTest, MulReluSumChainOfThreeNodes) {
+  const int64_t rows = 3, cols = 4;
+  const std::vector<float> x = iota_floats(12, -2.0f, 0.5f);
+  const std::vector<float> w = iota_floats(12, 1.5f, -0.25f);
+  const Program program = mul_relu_sum_program(rows, cols);
+  const auto executable = executor_->compile(program);
+  const runtime::DeviceAddress total = executor_->allocate(0, rows * sizeof(float), 0);
+  // The two scratch storages (s2, s3) are not live out: bound to 0, never materialized.
+  executor_->run(executable, bind({upload(x), upload(w), 0, 0, total}), stream_);
+  const std::vector<float> y = download<float>(total, rows);
+  for (int64_t r = 0; r < rows; ++r) {
+    float expected = 0;
+    for (int64_t c = 0; c < cols; ++c) expected += std::max(0.0f, x[r * cols + c] * w[r * cols + c]);
+    EXPECT_FLOAT_EQ(y[r], expected) << "row " << r;
+  }
+  const auto& compiled = static_cast<const executors::pjrt::PjrtExecutable&>(*executable);
+  EXPECT_EQ(compiled.lowered.result_storages, std::vector<StorageId>{4});
+}
+
+TEST_F(PjrtExecutorTest, MatrixProduct3x4By4x5) {
+  const std::vector<float> a = iota_floats(12, -1.0f, 0.25f);
+  const std::vector<float> b = iota_floats(20, 2.0f, -0.125f);
+  const Program program = binary_program("aten::mm", row_major(DType::kFloat32, {3, 4}),
+                                         row_major(DType::kFloat32, {4, 5}),
+                                         row_major(DType::kFloat32, {3, 5}));
+  const runtime::DeviceAddress c = executor_->allocate(0, 15 * sizeof(float), 0);
+  executor_->run(executor_->compile(program), bind({upload(a), upload(b), c}), stream_);
+  const std::vector<float> y = download<float>(c, 15);
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 5; ++j) {
+      float expected = 0;
+      for (int k = 0; k < 4; ++k) expected += a[i * 4 + k] * b[k * 5 + j];
+      EXPECT_NEAR(y[i * 5 + j], expected, 1e-5) << i << "," << j;
+    }
+  }
+}
+
+TEST_F(PjrtExecutorTest, InPlaceAddReplacesTheStoragesBuffer) {
+  const std::vector<float> x = iota_floats(8, 1.0f, 1.0f);
+  const std::vector<float> w = iota_floats(8, 0.5f, 0.5f);
+  const runtime::DeviceAddress self = upload(x);
+  const auto before = executor_->current_buffer(self);
+  ASSERT_NE(before, nullptr);
+  const Program program = inplace_add_program({2, 4}, 3.0);
+  executor_->run(executor_->compile(program),
+                 bind({self, upload(w)}, dynamic_scalars(program)), stream_);
+  stream_.synchronize();
+  EXPECT_NE(executor_->current_buffer(self), before) << "immutable buffers: a write is a new buffer";
+  const std::vector<float> y = download<float>(self, 8);
+  for (size_t i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(y[i], x[i] + 3.0f * w[i]);
+}
+
+TEST_F(PjrtExecutorTest, OutIntoARowSliceKeepsTheOtherRows) {
+  const std::vector<float> base = iota_floats(12, 100.0f, 1.0f);  // f32[3, 4]
+  const std::vector<float> a = {1, 2, 3, 4}, b = {10, 20, 30, 40};
+  const Program program = out_into_view_program(
+      "aten::add.out", 3, 4, strided(DType::kFloat32, {4}, {1}, /*offset=*/4), /*with_alpha=*/true);
+  const runtime::DeviceAddress s0 = upload(base);
+  executor_->run(executor_->compile(program),
+                 bind({s0, upload(a), upload(b)}, dynamic_scalars(program)), stream_);
+  const std::vector<float> y = download<float>(s0, 12);
+  for (size_t i = 0; i < 12; ++i) {
+    const float expected = (i >= 4 && i < 8) ? a[i - 4] + b[i - 4] : base[i];
+    EXPECT_FLOAT_EQ(y[i], expected) << "element " << i;
+  }
+}
+
+TEST_F(PjrtExecutorTest, OutIntoAColumnScattersEachElement) {
+  const std::vector<float> base = iota_floats(12, 100.0f, 1.0f);  // f32[3, 4]
+  const std::vector<float> a = {1, 2, 3}, b = {5, 6, 7};
+  // Column 2: three elements four apart, written by a scatter.
+  const Program program = out_into_view_program(
+      "aten::mul.out", 3, 4, strided(DType::kFloat32, {3}, {4}, /*offset=*/2), /*with_alpha=*/false);
+  const runtime::DeviceAddress s0 = upload(base);
+  executor_->run(executor_->compile(program), bind({s0, upload(a), upload(b)}), stream_);
+  const std::vector<float> y = download<float>(s0, 12);
+  for (size_t i = 0; i < 12; ++i) {
+    const float expected = i % 4 == 2 ? a[i / 4] * b[i / 4] : base[i];
+    EXPECT_FLOAT_EQ(y[i], expected) << "element " << i;
+  }
+}
+
+TEST_F(PjrtExecutorTest, ReadsATransposedView) {
+  const std::vector<float> x = iota_floats(6, 1.0f, 1.0f);  // f32[2, 3]
+  const Program program = transposed_neg_program(2, 3);
+  const runtime::DeviceAddress y = executor_->allocate(0, 6 * sizeof(float), 0);
+  executor_->run(executor_->compile(program), bind({upload(x), y}), stream_);
+  const std::vector<float> t = download<float>(y, 6);  // f32[3, 2] = -x.T
+  for (int i = 0; i < 3; ++i) {
+    for (int j = 0; j < 2; ++j) EXPECT_FLOAT_EQ(t[i * 2 + j], -x[j * 3 + i]) << i << "," << j;
+  }
+}
+
+TEST_F(PjrtExecutorTest, Float32BytesRoundTrip) {
+  const std::vector<float> x = {0.0f, -0.0f, 1.0f / 3.0f, -1e30f, 1e-38f, 123456.789f};
+  const Program program = unary_program("aten::neg", row_major(DType::kFloat32, {6}),
+                                        row_major(DType::kFloat32, {6}));
+  const runtime::DeviceAddress y = executor_->allocate(0, sizeof(float) * 6, 0);
+  executor_->run(executor_->compile(program), bind({upload(x), y}), stream_);
+  const std::vector<float> back = download<float>(y, 6);
+  for (size_t i = 0; i < 6; ++i) {
+    const float expected = -x[i];
+    EXPECT_EQ(std::memcmp(&back[i], &expected, 4), 0) << "element " << i << ": " << back[i];
+  }
+}
+
+TEST_F(PjrtExecutorTest, Int64BytesRoundTrip) {
+  // Values past 32 bits catch a wrong byte order or a truncating conversion.
+  const std::vector<int64_t> x = {0, 1, -1, (int64_t{1} << 40) + 3, -(int64_t{1} << 62), 3000000000};
+  const std::vector<int64_t> w = {7, -3, 2, 5, 1, 3};
+  const Program program = binary_program("aten::mul.Tensor", row_major(DType::kInt64, {6}),
+                                         row_major(DType::kInt64, {6}), row_major(DType::kInt64, {6}));
+  const runtime::DeviceAddress y = executor_->allocate(0, sizeof(int64_t) * 6, 0);
+  executor_->run(executor_->compile(program), bind({upload(x), upload(w), y}), stream_);
+  const std::vector<int64_t> back = download<int64_t>(y, 6);
+  for (size_t i = 0; i < 6; ++i) EXPECT_EQ(back[i], x[i] * w[i]) << "element " << i;
+}
+
+TEST_F(PjrtExecutorTest, BFloat16BytesRoundTrip) {
+  const std::vector<float> values = {1.5f, -2.25f, 3.0f, 0.15625f, -96.0f};
+  std::vector<uint16_t> x;
+  for (const float v : values) x.push_back(to_bf16(v));
+  const Program program = unary_program("aten::neg", row_major(DType::kBFloat16, {5}),
+                                        row_major(DType::kBFloat16, {5}));
+  const runtime::DeviceAddress y = executor_->allocate(0, 2 * 5, 0);
+  executor_->run(executor_->compile(program), bind({upload(x), y}), stream_);
+  const std::vector<uint16_t> back = download<uint16_t>(y, 5);
+  for (size_t i = 0; i < 5; ++i) EXPECT_EQ(back[i], to_bf16(-values[i])) << "element " << i;
+}
+
+TEST_F(PjrtExecutorTest, UnknownOpIsNotSupportedYet) {
+  const Program program = unary_program("aten::frobnicate", row_major(DType::kFloat32, {4}),
+                                        row_major(DType::kFloat32, {4}));
+  try {
+    executor_->compile(program);
+    FAIL() << "compiled an op without a lowering";
+  } catch (const std::invalid_argument& error) {
+    EXPECT_EQ(std::string(error.what()).rfind("not supported yet: no StableHLO lowering for aten::frobnicate", 0),
+              0u)
+        << error.what();
+  }
+}
+
+TEST_F(PjrtExecutorTest, FailingRunIsRaisedAtSynchronizeNamingTheOp) {
+  const Program program = add_program(1.0);  // f32[8, 4]: 128-byte storages
+  const auto executable = executor_->compile(program);
+  const runtime::DeviceAddress small = executor_->allocate(0, 64, 0);
+  const runtime::DeviceAddress fine = executor_->allocate(0, 128, 0);
+  const runtime::DeviceAddress out = executor_->allocate(0, 128, 0);
+  executor_->run(executable, bind({small, fine, out}, dynamic_scalars(program)),
+                 stream_);  // returns at once: the failure is the task's
+  try {
+    stream_.synchronize();
+    FAIL() << "a run on a 64-byte buffer for a 128-byte storage succeeded";
+  } catch (const runtime::AsyncOpError& error) {
+    EXPECT_EQ(error.op_name(), "aten::add.Tensor");
+    EXPECT_NE(std::string(error.what()).find("128 bytes in the program but its buffer has 64"),
+              std::string::npos)
+        << error.what();
+  }
+  // The stream keeps working after the error was raised.
+  executor_->run(executable, bind({fine, fine, out}, dynamic_scalars(program)),
+                 stream_);
+  EXPECT_NO_THROW(stream_.synchronize());
+}
+
+TEST_F(PjrtExecutorTest, UnwrittenBuffersReadAsZerosAndPartialCopiesWork) {
+  const runtime::DeviceAddress slot = executor_->allocate(0, 4 * sizeof(float), 0);
+  EXPECT_EQ(executor_->current_buffer(slot), nullptr);
+  EXPECT_EQ(download<float>(slot, 4), std::vector<float>(4, 0.0f));
+  const std::vector<float> part = {7.0f, 8.0f};
+  executor_->copy_to_device(part.data(), slot + 2 * sizeof(float), sizeof(part[0]) * 2, stream_);
+  stream_.synchronize();
+  EXPECT_EQ(download<float>(slot, 4), (std::vector<float>{0, 0, 7, 8}));
+  EXPECT_EQ(download<float>(slot + 3 * sizeof(float), 1), std::vector<float>{8});
+  // A whole copy shares the immutable buffer.
+  const runtime::DeviceAddress copy = executor_->allocate(0, 4 * sizeof(float), 0);
+  executor_->copy_on_device(slot, copy, 4 * sizeof(float), stream_);
+  stream_.synchronize();
+  EXPECT_EQ(executor_->current_buffer(copy), executor_->current_buffer(slot));
+  executor_->free(0, slot);
+  EXPECT_EQ(download<float>(copy, 4), (std::vector<float>{0, 0, 7, 8}));
+  EXPECT_EQ(executor_->live_slots(), 1u);
+}
+
+TEST_F(PjrtExecutorTest, ReadsAfterAnInPlaceWriteSeeTheNewContents) {
+  // s0 = x (live out), s1 = w; %2 = add_.Tensor(%0, %1, 2) over s0; %3 = mul.Tensor(%0, %1) in
+  // live-out s2. %0 read at node 1 is s0 as of node 1: x + 2w (program order, as on CPU).
+  Program program = inplace_add_program({4}, 2.0);
+  const TensorType type = row_major(DType::kFloat32, {4});
+  const StorageId product = program.add_storage(type.extent_bytes(), false, /*live_out=*/true);
+  program.add_node(make_node("aten::mul.Tensor", {Argument::tensor(0), Argument::tensor(1)},
+                             {{0, Access::kRead}, {1, Access::kRead}, {product, Access::kWrite}}));
+  program.add_return(type, product);
+  const std::vector<float> x = {1, 2, 3, 4}, w = {0.5f, -1, 2, 0};
+  const runtime::DeviceAddress s0 = upload(x), s2 = executor_->allocate(0, 16, 0);
+  executor_->run(executor_->compile(program), bind({s0, upload(w), s2}, dynamic_scalars(program)),
+                 stream_);
+  const std::vector<float> updated = download<float>(s0, 4), y = download<float>(s2, 4);
+  for (size_t i = 0; i < 4; ++i) {
+    EXPECT_FLOAT_EQ(updated[i], x[i] + 2 * w[i]) << i;
+    EXPECT_FLOAT_EQ(y[i], (x[i] + 2 * w[i]) * w[i]) << i;
+  }
+}
+
+TEST_F(PjrtExecutorTest, FreeingABufferKeepsItForRunsAlreadyQueued) {
+  const Program program = unary_program("aten::neg", row_major(DType::kFloat32, {4}),
+                                        row_major(DType::kFloat32, {4}));
+  const auto executable = executor_->compile(program);
+  const std::vector<float> x = {1, 2, 3, 4};
+  const runtime::DeviceAddress in = executor_->allocate(0, 16, 0), out = executor_->allocate(0, 16, 0);
+  // All queued before anything runs: the copy, the run, then the free of the input.
+  executor_->copy_to_device(x.data(), in, 16, stream_);
+  executor_->run(executable, bind({in, out}), stream_);
+  executor_->free(0, in);
+  EXPECT_EQ(download<float>(out, 4), (std::vector<float>{-1, -2, -3, -4}));
+  EXPECT_THROW(executor_->copy_to_host(in, nullptr, 16, stream_), std::invalid_argument);
+}
+
+TEST_F(PjrtExecutorTest, PartialCopyOnDeviceKeepsTheRestOfTheTarget) {
+  const runtime::DeviceAddress from = upload(std::vector<float>{1, 2, 3, 4});
+  const runtime::DeviceAddress to = upload(std::vector<float>{10, 20, 30, 40});
+  executor_->copy_on_device(from + 4, to + 8, 2 * sizeof(float), stream_);
+  EXPECT_EQ(download<float>(to, 4), (std::vector<float>{10, 20, 2, 3}));
+  EXPECT_EQ(download<float>(from, 4), (std::vector<float>{1, 2, 3, 4}));
+}
+
+TEST_F(PjrtExecutorTest, ReadsAnExpandedViewAndAnOffsetSlice) {
+  const std::vector<float> x = {1, 2, 3, 4, 5, 6};  // f32[2, 3]
+  const runtime::DeviceAddress in = upload(x), out = executor_->allocate(0, 24, 0);
+  // Row 1 broadcast to [2, 3] (stride 0 over the rows, offset 3): {4, 5, 6, 4, 5, 6}.
+  const Program expanded = unary_program("aten::neg", strided(DType::kFloat32, {2, 3}, {0, 1}, 3),
+                                         row_major(DType::kFloat32, {2, 3}), {}, /*in_bytes=*/24);
+  executor_->run(executor_->compile(expanded), bind({in, out}), stream_);
+  EXPECT_EQ(download<float>(out, 6), (std::vector<float>{-4, -5, -6, -4, -5, -6}));
+  // Column 1..2 of each row (f32[2, 2], strides {3, 1}, offset 1): {2, 3, 5, 6}.
+  const Program slice = unary_program("aten::neg", strided(DType::kFloat32, {2, 2}, {3, 1}, 1),
+                                      row_major(DType::kFloat32, {2, 2}), {}, /*in_bytes=*/24);
+  const runtime::DeviceAddress small = executor_->allocate(0, 16, 0);
+  executor_->run(executor_->compile(slice), bind({in, small}), stream_);
+  EXPECT_EQ(download<float>(small, 4), (std::vector<float>{-2, -3, -5, -6}));
+}
