@@ -441,13 +441,12 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
                              std::move(description));
   } else {
     // Strict and Debug: the op runs as a one-node program, compiled once per call structure.
-    std::shared_ptr<const executors::Executable> executable =
-        cached->one_node.load(std::memory_order_acquire);
+    std::shared_ptr<const executors::Executable> executable = cached->one_node();
     if (executable == nullptr) {
       auto description = describe_op(plan, args, outputs, fresh, queued);
       record_node(schema, plan, args, results, fresh, *description);
-      executable = engine::compile_one_node(plan.name.c_str(), std::move(description));
-      cached->one_node.store(executable, std::memory_order_release);
+      executable =
+          cached->keep_one_node(engine::compile_one_node(plan.name.c_str(), std::move(description)));
     }
     executors::RunBindings bindings;
     bindings.recorded.push_back(std::move(queued));

@@ -122,6 +122,16 @@ std::atomic<int64_t> g_misses{0};
 
 }  // namespace
 
+std::shared_ptr<const executors::Executable> CachedCall::keep_one_node(
+    std::shared_ptr<const executors::Executable> executable) const {
+  std::lock_guard<std::mutex> lock(setting_);
+  if (!has_one_node_.load(std::memory_order_relaxed)) {
+    one_node_ = std::move(executable);
+    has_one_node_.store(true, std::memory_order_release);
+  }
+  return one_node_;
+}
+
 CallSignature call_signature(const OpPlan& plan, BoxedArgs args) {
   CallSignature signature;
   signature.reserve(32);

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <vector>
 
@@ -50,10 +51,24 @@ CallSignature call_signature(const OpPlan& plan, BoxedArgs args);
 // only in which arguments share a storage and where in it they lie, which the host executor's
 // one-node programs do not depend on. TODO(#22): key those too for an executor that compiles
 // from buffers.
-struct CachedCall {
+class CachedCall {
+ public:
   explicit CachedCall(OutputSpecs outputs) : outputs(std::move(outputs)) {}
   const OutputSpecs outputs;
-  mutable std::atomic<std::shared_ptr<const executors::Executable>> one_node;
+
+  // The one-node program, or null before the first Strict or Debug call. Thread-safe; the
+  // hot path is one acquire load (set once, never changed after).
+  std::shared_ptr<const executors::Executable> one_node() const {
+    return has_one_node_.load(std::memory_order_acquire) ? one_node_ : nullptr;
+  }
+  // Keeps `executable` unless another thread kept one first; returns the one kept.
+  std::shared_ptr<const executors::Executable> keep_one_node(
+      std::shared_ptr<const executors::Executable> executable) const;
+
+ private:
+  mutable std::mutex setting_;
+  mutable std::shared_ptr<const executors::Executable> one_node_;
+  mutable std::atomic<bool> has_one_node_{false};
 };
 
 // Thread-safe lookup/insert. A full cache is cleared (it only ever holds re-derivable data).
