@@ -10,11 +10,12 @@ AdamW, loss.item()): one on a quiet machine, one while a neighbour process spins
 busy loop, no torch, started before the block and killed after it, with a deadline of its own
 so it never outlives the run), their order swapped every round. The slowdown is the median over
 rounds of busy / quiet (two blocks of the same round, run back to back, as in
-benchmarks/paired_blocks.py, so a slow spell of the machine cannot decide it). By default each
-busy block starts as the neighbour does, so it includes the time the tpu contenders' host team
-governor takes to notice it (and a quiet block after a busy one, the time it takes to notice it
-left); `--settle-s S` runs untimed training steps for S seconds after the neighbour started
-(and after it stopped) before the block: the steady state of a neighbour that stays.
+benchmarks/paired_blocks.py, so a slow spell of the machine cannot decide it). A co-tenant is a
+program that stays: by default each block follows 1 s of untimed training steps in its
+condition (`--settle-s`), so it measures the steady state with a neighbour, not the 100-300 ms
+the tpu contenders' host team governor takes to notice one arrive or leave. `--settle-s 0`
+starts each busy block as the neighbour does and so measures that reaction too (with blocks of
+~0.3 s it weighs heavily).
 
 Also reported per contender: the process CPU time per step (getrusage; on a quiet machine
 about twice the wall time means both cores busy, spinning included) and the share of a core the
@@ -219,9 +220,9 @@ def main():
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--block-steps", type=int, default=10)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--settle-s", type=float, default=0.0,
+    parser.add_argument("--settle-s", type=float, default=1.0,
                         help="untimed steps for this long after the neighbour starts or stops, "
-                             "before each block (default 0: blocks start as it does)")
+                             "before each block (0: blocks start as it does)")
     parser.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                         help="set in the children's environment (e.g. OMP_WAIT_POLICY=PASSIVE)")
     parser.add_argument("--output", default=os.path.join(HERE, "results", "co_tenant.json"))

@@ -82,6 +82,7 @@ struct MainTeam {
   int wait_threads = 0;  // the team size host waits use while the governor keeps it small; 0: full
   int open_scopes = 0;   // HostWaitScopes open (a wait inside a wait nests)
   int user_threads = 0;  // the user's count, as the outermost open scope found it
+  bool lowered = false;  // the thread's count is below user_threads until the scopes close
 };
 
 MainTeam& main_team() {
@@ -123,7 +124,29 @@ void adjust_without_throwing(MainTeam& team) noexcept {
   }
 }
 
+// Inside a wait: gives the thread the team size the governor allows now, if smaller.
+void lower_for_the_wait(MainTeam& team) {
+  if (team.wait_threads == 0 || team.wait_threads >= at::get_num_threads() || omp_in_parallel()) {
+    return;
+  }
+  use_threads_on_this_thread(team.wait_threads);
+  team.lowered = true;
+}
+
 // --- the runtime's hooks ----------------------------------------------------------------------
+
+// Between the tasks a waiting main thread runs: a fused program's whole step is one wait, and
+// a neighbour arriving in it would otherwise keep a full team spinning to its end.
+void between_host_tasks() {
+  if (!on_main_thread()) return;
+  MainTeam& team = main_team();
+  if (team.open_scopes == 0) return;  // waits outside engine::blocking_wait sample at their end
+  adjust_without_throwing(team);
+  try {
+    lower_for_the_wait(team);
+  } catch (...) {  // an optimisation: the wait goes on with the team it has
+  }
+}
 
 // Only the main thread runs kernels with an OpenMP team; workers and other host threads (the
 // autograd engine's, user threads) run them single-threaded. Each extra team makes libgomp
@@ -158,6 +181,7 @@ void after_host_takeover(std::chrono::steady_clock::duration ran_for) {
 void install_host_team_hooks() {
   runtime::set_executor_thread_hook(&size_executor_parallelism);
   runtime::set_host_takeover_hook(&after_host_takeover);
+  runtime::set_host_between_tasks_hook(&between_host_tasks);
 }
 
 HostTeamPolicy host_team_policy() { return policy_setting().policy; }
@@ -172,17 +196,16 @@ HostWaitScope::HostWaitScope() : on_main_thread_(on_main_thread()) {
   // The count is per thread and kernels read it as they start: lowering it for the wait
   // shrinks the team the takeover runs kernels with, and restoring it after keeps the user's
   // setting (torch.get_num_threads(), CPU eager) as it was.
-  if (team.wait_threads != 0 && team.wait_threads < team.user_threads && !omp_in_parallel()) {
-    use_threads_on_this_thread(team.wait_threads);
-    restore_threads_ = team.user_threads;
-  }
+  lower_for_the_wait(team);
 }
 
 HostWaitScope::~HostWaitScope() {
   if (!on_main_thread_) return;
   MainTeam& team = main_team();
-  if (restore_threads_ != 0) use_threads_on_this_thread(restore_threads_);
-  if (--team.open_scopes == 0) adjust_without_throwing(team);
+  if (--team.open_scopes > 0) return;
+  if (team.lowered) use_threads_on_this_thread(team.user_threads);
+  team.lowered = false;
+  adjust_without_throwing(team);
 }
 
 HostTeamMetrics host_team_metrics() {

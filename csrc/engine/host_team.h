@@ -37,7 +37,6 @@ class HostWaitScope {
 
  private:
   bool on_main_thread_ = false;
-  int restore_threads_ = 0;  // the count to restore on leaving; 0: left as it was
 };
 
 struct HostTeamMetrics {

@@ -94,7 +94,8 @@ int HostTeamGovernor::observe(const LoadWindow& window, int full) {
   const double crowding = window.others_load - std::max(0, cpus_ - full);
   if (!reduced_) {
     streak_seconds_ = crowding >= kShrinkLoad ? streak_seconds_ + window.seconds : 0;
-    if (streak_seconds_ >= kShrinkAfterSeconds - kSlack) {
+    const bool at_once = crowding >= kShrinkAtOnceLoad && window.seconds >= 0.1 - kSlack;
+    if (at_once || streak_seconds_ >= kShrinkAfterSeconds - kSlack) {
       reduced_ = true;
       streak_seconds_ = 0;
       reduced_size_ = std::max(1, full - static_cast<int>(std::ceil(crowding)));

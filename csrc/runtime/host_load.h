@@ -62,6 +62,10 @@ class HostTeamGovernor {
   static constexpr double kShrinkLoad = 0.5;
   static constexpr double kGrowLoad = 0.25;
   static constexpr double kShrinkAfterSeconds = 0.2;
+  // A window crowded by this much (a neighbour holding a whole core) shrinks the team at once:
+  // the spinning team runs a step ~10x slower meanwhile, and a wrong guess costs only kGrowAfter
+  // on a smaller team.
+  static constexpr double kShrinkAtOnceLoad = 0.85;
   static constexpr double kGrowAfterSeconds = 0.3;
 
   // `cpus`: the CPUs whose load is measured (all the machine's, as /proc/stat counts them).

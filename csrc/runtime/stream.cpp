@@ -45,6 +45,7 @@ bool spin_until(Ready ready, Clock::duration budget) {
 
 std::atomic<ExecutorThreadHook> g_executor_thread_hook{nullptr};
 std::atomic<HostTakeoverHook> g_host_takeover_hook{nullptr};
+std::atomic<HostBetweenTasksHook> g_host_between_tasks_hook{nullptr};
 thread_local bool t_is_stream_worker = false;
 thread_local bool t_executor_prepared = false;
 
@@ -55,6 +56,9 @@ constexpr const char* kReleaseTaskName = "tpu::release_buffer";
 
 void set_executor_thread_hook(ExecutorThreadHook hook) { g_executor_thread_hook.store(hook); }
 void set_host_takeover_hook(HostTakeoverHook hook) { g_host_takeover_hook.store(hook); }
+void set_host_between_tasks_hook(HostBetweenTasksHook hook) {
+  g_host_between_tasks_hook.store(hook);
+}
 
 Stream::Stream(int chip_index, int64_t id, int priority)
     : chip_index_(chip_index), id_(id), priority_(priority), head_(new Node), tail_(head_) {}
@@ -137,7 +141,11 @@ void Stream::synchronize(const std::function<void()>& queue_first) {
     const auto started = std::chrono::steady_clock::now();
     while (!done()) {
       std::lock_guard<std::mutex> executor(executor_);
-      while (Node* node = pop()) run(*node);
+      const HostBetweenTasksHook between = g_host_between_tasks_hook.load(std::memory_order_relaxed);
+      while (Node* node = pop()) {
+        run(*node);
+        if (between != nullptr) between();
+      }
     }
     host_wants_executor_.fetch_sub(1, std::memory_order_seq_cst);
     wake_worker_for_leftover_work();

@@ -59,6 +59,13 @@ void set_executor_thread_hook(ExecutorThreadHook hook);
 using HostTakeoverHook = void (*)(std::chrono::steady_clock::duration ran_for);
 void set_host_takeover_hook(HostTakeoverHook hook);
 
+// Called on a host thread after each task it runs while taking over in synchronize(). A long
+// wait (a whole program) is where a crowded thread team loses most, so the PyTorch layer may
+// resize the thread's team there instead of only after the wait. Must be cheap (it runs per
+// task) and must not throw.
+using HostBetweenTasksHook = void (*)();
+void set_host_between_tasks_hook(HostBetweenTasksHook hook);
+
 class Stream {
  public:
   Stream(int chip_index, int64_t id, int priority);

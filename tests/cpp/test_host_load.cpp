@@ -74,8 +74,8 @@ TEST(HostTeamGovernor, ShrinksAfterTwoCrowdedWindowsInARow) {
 
 TEST(HostTeamGovernor, GrowsBackAfterThreeQuietWindowsInARow) {
   HostTeamGovernor governor(2);
-  governor.observe(w(1.0), 2);
-  ASSERT_EQ(governor.observe(w(1.0), 2), 1);
+  governor.observe(w(0.7), 2);
+  ASSERT_EQ(governor.observe(w(0.7), 2), 1);
   // Between the thresholds, and the neighbour's own load once the team has shrunk: stays small.
   EXPECT_EQ(governor.observe(w(0.4), 2), 1);
   EXPECT_EQ(governor.observe(w(0.2), 2), 1);
@@ -86,8 +86,17 @@ TEST(HostTeamGovernor, GrowsBackAfterThreeQuietWindowsInARow) {
   EXPECT_EQ(governor.observe(w(0.2), 2), 2);
   EXPECT_FALSE(governor.reduced());
   // And shrinking again takes two crowded windows again.
-  EXPECT_EQ(governor.observe(w(0.9), 2), 2);
-  EXPECT_EQ(governor.observe(w(0.9), 2), 1);
+  EXPECT_EQ(governor.observe(w(0.7), 2), 2);
+  EXPECT_EQ(governor.observe(w(0.7), 2), 1);
+}
+
+TEST(HostTeamGovernor, AWholeCoreTakenShrinksAtOnce) {
+  HostTeamGovernor governor(2);
+  EXPECT_EQ(governor.observe(w(0.95), 2), 1);
+  EXPECT_TRUE(governor.reduced());
+  // Only a whole window of it: a short one may be a blip.
+  HostTeamGovernor short_window(2);
+  EXPECT_EQ(short_window.observe(w(0.95, 0.05), 2), 2);
 }
 
 TEST(HostTeamGovernor, CountsTheTimeWindowsSpanNotHowManyThereWere) {
