@@ -13,26 +13,18 @@
 #include <vector>
 
 #include "executors/pjrt/pjrt_executor.h"
+#include "pjrt_cpu_plugin.h"
 #include "pjrt_test_programs.h"
 
 namespace torch_tpu::executors::pjrt::testing {
 
 using ir::ScalarValue;
 
-inline std::vector<std::string> search_dirs() {
-  if (const char* dir = std::getenv("TORCH_TPU_PJRT_SITE_PACKAGES")) return {dir};
-  const std::string configured = TORCH_TPU_PJRT_SITE_PACKAGES;
-  if (configured.empty()) return {};
-  return {configured};
-}
-
 class PjrtExecutorTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      resolve_plugin_path("cpu", search_dirs());
-    } catch (const PluginError& error) {
-      GTEST_SKIP() << "CPU PJRT plugin not installed (run `make setup`): " << error.what();
+    if (const std::string why = cpu_plugin_missing(); !why.empty()) {
+      GTEST_SKIP() << "CPU PJRT plugin not installed (run `make setup`): " << why;
     }
     executor_ = PjrtExecutor::create("cpu", search_dirs());
   }

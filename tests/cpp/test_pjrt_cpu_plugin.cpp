@@ -13,19 +13,13 @@
 
 #include "executors/pjrt/client.h"
 #include "executors/pjrt/plugin.h"
+#include "pjrt_cpu_plugin.h"
 
 using namespace torch_tpu::executors::pjrt;
+using torch_tpu::executors::pjrt::testing::cpu_plugin_missing;
+using torch_tpu::executors::pjrt::testing::search_dirs;
 
 namespace {
-
-// Where named plugins are looked up: $TORCH_TPU_PJRT_SITE_PACKAGES, else the venv's
-// site-packages found at configure time.
-std::vector<std::string> search_dirs() {
-  if (const char* dir = std::getenv("TORCH_TPU_PJRT_SITE_PACKAGES")) return {dir};
-  const std::string configured = TORCH_TPU_PJRT_SITE_PACKAGES;
-  if (configured.empty()) return {};
-  return {configured};
-}
 
 // f32[4] + f32[4] in MLIR's generic op form (the form that changes least across versions).
 constexpr char kAddModule[] = R"mlir(
@@ -41,10 +35,8 @@ constexpr char kAddModule[] = R"mlir(
 class PjrtCpuPlugin : public ::testing::Test {
  protected:
   void SetUp() override {
-    try {
-      resolve_plugin_path("cpu", search_dirs());
-    } catch (const PluginError& error) {
-      GTEST_SKIP() << "CPU PJRT plugin not installed (run `make setup`): " << error.what();
+    if (const std::string why = cpu_plugin_missing(); !why.empty()) {
+      GTEST_SKIP() << "CPU PJRT plugin not installed (run `make setup`): " << why;
     }
     plugin_ = Plugin::load("cpu", search_dirs());
   }
