@@ -15,8 +15,6 @@ namespace {
 constexpr int kStreamsPerChip = 1 + 2 * runtime::kStreamsPerPool;
 constexpr int kMaxChips = 64;
 
-// The name of the tasks that give back buffers the host dropped.
-constexpr const char* kReleaseTaskName = "tpu::release_buffer";
 
 struct PendingList {
   explicit PendingList(runtime::Stream& stream) : stream(stream) {}
@@ -92,10 +90,14 @@ void flush_list(PendingList& list, const char* reason) {
   } else {
     for (PendingOp& op : pending) {
       queue(op.op_name, std::move(op.task), op.issued_at);
-      for (runtime::Task& then : op.then) queue(kReleaseTaskName, std::move(then), nullptr);
+      for (runtime::Task& then : op.then) {
+        queue(runtime::kReleaseTaskName, std::move(then), nullptr);
+      }
     }
   }
-  for (runtime::Task& action : list.after_flush) queue(kReleaseTaskName, std::move(action), nullptr);
+  for (runtime::Task& action : list.after_flush) {
+    queue(runtime::kReleaseTaskName, std::move(action), nullptr);
+  }
   list.after_flush.clear();
 }
 
@@ -153,17 +155,12 @@ void after_issued_work(runtime::Stream& stream, runtime::Task action) {
     }
     // Under the lock: a flush on another thread has either queued its program (then the
     // stream is not idle) or not taken the pending ops yet.
-    std::unique_lock<std::mutex> lock(list->mutex);
+    std::lock_guard<std::mutex> lock(list->mutex);
     if (!list->ops.empty()) {
       list->ops.back().then.push_back(std::move(action));
-      return;
+    } else {
+      stream.after_issued_work(std::move(action));
     }
-    if (!stream.query()) {
-      stream.enqueue(kReleaseTaskName, std::move(action), nullptr, /*free_finished=*/false);
-      return;
-    }
-    lock.unlock();
-    action();
     return;
   }
   stream.after_issued_work(std::move(action));

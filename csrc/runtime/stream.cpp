@@ -49,8 +49,6 @@ std::atomic<HostBetweenTasksHook> g_host_between_tasks_hook{nullptr};
 thread_local bool t_is_stream_worker = false;
 thread_local bool t_executor_prepared = false;
 
-// The name of the tasks that give back buffers the host dropped.
-constexpr const char* kReleaseTaskName = "tpu::release_buffer";
 
 }  // namespace
 

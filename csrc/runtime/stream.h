@@ -24,6 +24,9 @@ namespace torch_tpu::runtime {
 
 using Task = std::function<void()>;
 
+// The name of the tasks that give back buffers the host dropped (after_issued_work).
+inline constexpr const char* kReleaseTaskName = "tpu::release_buffer";
+
 // A task's failure, kept until a sync point raises it. Events hand the same record to the
 // streams and hosts that wait for them (runtime/event.h); whichever sync point reaches it first
 // raises it, and every other holder then drops it, so one failure is reported once.
