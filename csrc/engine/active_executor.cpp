@@ -21,4 +21,6 @@ executors::Executor& active_executor() {
   return *executor;
 }
 
+bool buffers_are_opaque() { return !active_executor().buffers_are_host_memory(); }
+
 }  // namespace torch_tpu::engine

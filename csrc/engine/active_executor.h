@@ -10,5 +10,8 @@ namespace torch_tpu::engine {
 void set_active_executor(executors::Executor* executor);
 // The installed executor. Throws runtime::RuntimeError when none is installed.
 executors::Executor& active_executor();
+// True when the installed executor's buffers are opaque to the host (PJRT): what host kernels
+// do on tpu tensors then goes through host copies (ops/host_copies.h).
+bool buffers_are_opaque();
 
 }  // namespace torch_tpu::engine

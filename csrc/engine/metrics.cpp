@@ -11,6 +11,7 @@ std::atomic<int64_t> g_ops_launched{0};
 std::atomic<int64_t> g_one_node_runs{0};
 std::mutex g_mutex;
 std::map<std::string, int64_t> g_fallbacks;
+std::map<std::string, std::string> g_fallback_reasons;
 std::map<std::string, int64_t> g_syncs;
 FusionMetrics g_fusion;
 
@@ -22,6 +23,11 @@ void count_one_node_run() { g_one_node_runs.fetch_add(1, std::memory_order_relax
 void count_fallback(const std::string& op_name) {
   std::lock_guard<std::mutex> lock(g_mutex);
   ++g_fallbacks[op_name];
+}
+
+void note_fallback_reason(const std::string& op_name, const std::string& reason) {
+  std::lock_guard<std::mutex> lock(g_mutex);
+  g_fallback_reasons.emplace(op_name, reason);
 }
 
 void count_sync(const char* reason) {
@@ -51,6 +57,7 @@ MetricsSnapshot metrics_snapshot() {
   snapshot.one_node_runs = g_one_node_runs.load();
   std::lock_guard<std::mutex> lock(g_mutex);
   snapshot.fallbacks = g_fallbacks;
+  snapshot.fallback_reasons = g_fallback_reasons;
   snapshot.syncs = g_syncs;
   snapshot.fusion = g_fusion;
   return snapshot;
@@ -61,6 +68,7 @@ void reset_metrics() {
   g_one_node_runs.store(0);
   std::lock_guard<std::mutex> lock(g_mutex);
   g_fallbacks.clear();
+  g_fallback_reasons.clear();
   g_syncs.clear();
   g_fusion = FusionMetrics{};
 }

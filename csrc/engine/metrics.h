@@ -26,6 +26,9 @@ struct MetricsSnapshot {
   int64_t ops_launched = 0;                  // ops queued on a chip (every mode)
   int64_t one_node_runs = 0;                 // Strict and Debug ops run as one-node programs
   std::map<std::string, int64_t> fallbacks;  // op name -> synchronous CPU fallbacks
+  // op name -> why the active executor could not compile it (executors::NotSupported), as
+  // first said: the reason its calls are among `fallbacks`.
+  std::map<std::string, std::string> fallback_reasons;
   std::map<std::string, int64_t> syncs;      // reason -> host waits for a chip
   FusionMetrics fusion;
 };
@@ -33,6 +36,8 @@ struct MetricsSnapshot {
 void count_op_launched();
 void count_one_node_run();
 void count_fallback(const std::string& op_name);
+// Keeps the first `reason` given for `op_name` (see MetricsSnapshot::fallback_reasons).
+void note_fallback_reason(const std::string& op_name, const std::string& reason);
 void count_sync(const char* reason);
 // Fused mode: `reason` flushed a program of `nodes` ops; `hit` if its plan came from the cache.
 void count_flush(const char* reason, int64_t nodes, bool hit);

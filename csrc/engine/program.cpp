@@ -1,5 +1,7 @@
 #include "engine/program.h"
 
+#include <algorithm>
+
 #include "engine/active_executor.h"
 #include "engine/deferral.h"
 #include "engine/executable_cache.h"
@@ -34,6 +36,33 @@ std::shared_ptr<const executors::Executable> compile_one_node(
   const ir::Program program = assemble_program(one);
   return translate_errors(
       [&] { return executable_cache().get_or_compile(active_executor(), program).executable; });
+}
+
+BoundOneNode compile_and_bind_one_node(const char* op_name,
+                                       std::shared_ptr<const OpDescription> description) {
+  BoundOneNode bound;
+  // The assembler numbers storages in the order the node's tensors first name them.
+  std::vector<const void*> storages;
+  for (const NodeTensor& tensor : description->node_tensors) {
+    if (std::find(storages.begin(), storages.end(), tensor.storage) != storages.end()) continue;
+    storages.push_back(tensor.storage);
+    const auto* impl = static_cast<const c10::StorageImpl*>(tensor.storage);
+    // A host storage's data pointer is a host address: its bytes are a run-time operand.
+    bound.bindings.storages.push_back(reinterpret_cast<runtime::DeviceAddress>(impl->data()));
+  }
+  std::vector<PendingOp> one;
+  one.push_back(PendingOp{op_name, nullptr, nullptr, std::move(description), {}});
+  const ir::Program program = assemble_program(one);
+  bound.bindings.scalars = ir::dynamic_scalars(program);
+  bound.executable = translate_errors([&] {
+    try {
+      return executable_cache().get_or_compile(active_executor(), program).executable;
+    } catch (const executors::NotSupported& error) {
+      bound.not_supported = error.what();
+      return std::shared_ptr<const executors::Executable>();
+    }
+  });
+  return bound;
 }
 
 void launch_one_node(int device, std::shared_ptr<const executors::Executable> executable,

@@ -6,8 +6,9 @@
 #pragma once
 
 #include <cstdint>
-#include <utility>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include <c10/core/StorageImpl.h>
@@ -74,6 +75,21 @@ void launch_described(int device, const char* op_name, runtime::Task task,
 // structure, so each structure is verified and compiled once. `op_name` is interned.
 std::shared_ptr<const executors::Executable> compile_one_node(
     const char* op_name, std::shared_ptr<const OpDescription> description);
+
+// Strict and Debug on an executor whose buffers are opaque (executors/executor.h): the op
+// `description` records as a one-node program compiled by the active executor, cached by the
+// program's structure (which, unlike a call signature, says which arguments share a storage
+// and where in it they lie), and what a run of it binds: each program storage's device address
+// (its tensor's data pointer) and the program's Scalars. `executable` is null when the
+// executor cannot express the op (executors::NotSupported, its message in `not_supported`):
+// the caller runs it another way.
+struct BoundOneNode {
+  std::shared_ptr<const executors::Executable> executable;
+  executors::RunBindings bindings;
+  std::string not_supported;
+};
+BoundOneNode compile_and_bind_one_node(const char* op_name,
+                                       std::shared_ptr<const OpDescription> description);
 
 // Queues a run of a one-node program from compile_one_node on the current stream of `device`,
 // with the op's issue site added to `bindings`; in Debug mode waits for it and raises its error.

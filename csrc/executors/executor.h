@@ -9,14 +9,25 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "ir/program.h"
 #include "runtime/device_memory.h"
+#include "runtime/memory_stats.h"
 #include "runtime/stream.h"
 
 namespace torch_tpu::executors {
+
+// Thrown by Executor::compile for a program this executor cannot express at all (an op without
+// a lowering, a dtype it lacks), as opposed to one that failed to compile: the caller may run
+// the op another way (ops/ runs it on host kernels, counted as a fallback). The message starts
+// with "not supported yet: ".
+class NotSupported : public std::invalid_argument {
+ public:
+  using std::invalid_argument::invalid_argument;
+};
 
 // A compiled program. Each executor subclasses it; the engine only stores and passes it back.
 // Immutable once made, so one executable serves concurrent runs.
@@ -36,7 +47,8 @@ class RecordedWork {
 
 // What one run reads and writes. `storages` has one entry per storage of the program the
 // executable was compiled from: the buffer bound to it, or 0 for a created storage that is not
-// live out (the executor keeps such scratch itself). `scalars` are ir::dynamic_scalars of the
+// live out (the executor keeps such scratch itself); for a host storage (ir::Storage::on_host),
+// the host address of its bytes, valid during the call to run(). `scalars` are ir::dynamic_scalars of the
 // program being run (equal in structure, not in values, to the one compiled). An executor that
 // runs recorded work (the host executor) takes `recorded` instead, one entry per node: what
 // issuing the node recorded, which holds its tensors; it needs no `storages` or `scalars`.
@@ -57,6 +69,11 @@ class Executor {
 
   // Names the executor in metrics and cache keys ("host", "pjrt:cpu", "null").
   virtual std::string name() const = 0;
+
+  // True when a buffer's device address maps to host memory the host's own kernels may read and
+  // write (the host runtime's chips); false for opaque buffers reached only through the copies
+  // below (PJRT: on a TPU or GPU they are not in host memory at all).
+  virtual bool buffers_are_host_memory() const = 0;
 
   // Compiles a verified program. Thread-safe. Throws std::exception naming the op it cannot
   // compile (the engine turns that into the user's error).
@@ -81,6 +98,14 @@ class Executor {
                             runtime::Stream& stream) = 0;
   virtual void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
                               runtime::Stream& stream) = 0;
+
+  // Allocation statistics of `chip`'s buffers, in CUDA's shape (runtime/memory_stats.h), and
+  // its capacity in bytes. Thread-safe.
+  virtual runtime::MemoryStats memory_stats(int chip) const = 0;
+  virtual size_t memory_capacity(int chip) const = 0;
+  // MemoryStats::reset_peaks or reset_accumulated on `chip`'s statistics.
+  enum class StatsReset { kPeaks, kAccumulated };
+  virtual void reset_memory_stats(int chip, StatsReset which) = 0;
 };
 
 }  // namespace torch_tpu::executors

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <vector>
 
@@ -20,6 +21,7 @@ class NullExecutor : public Executor {
   };
 
   std::string name() const override { return "null"; }
+  bool buffers_are_host_memory() const override { return false; }
   std::shared_ptr<const Executable> compile(const ir::Program& program) override;
   void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
            runtime::Stream& stream) override;
@@ -31,6 +33,11 @@ class NullExecutor : public Executor {
                     runtime::Stream& stream) override;
   void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
                       runtime::Stream& stream) override;
+
+  // Counts live buffers as allocations (it keeps no sizes); unbounded capacity.
+  runtime::MemoryStats memory_stats(int chip) const override;
+  size_t memory_capacity(int) const override { return SIZE_MAX; }
+  void reset_memory_stats(int, StatsReset) override {}  // a count of live buffers only
 
   int64_t compiles() const { return compiles_.load(); }
   int64_t runs() const { return runs_.load(); }

@@ -201,19 +201,26 @@ void capture_args(BoxedArgs args, executors::host::CapturedArgs& captured) {
   }
 }
 
-torch::jit::Stack cpu_args_now(BoxedArgs args, std::vector<LiveView>& views) {
-  const size_t first_view = views.size();
+torch::jit::Stack cpu_args_with(
+    BoxedArgs args, const std::function<at::Tensor(const at::Tensor&, size_t)>& to_cpu) {
   torch::jit::Stack stack;
   stack.reserve(args.size());
-  for (const c10::IValue& arg : args) {
-    c10::IValue mapped = map_tensors(arg, [&](const at::Tensor& tensor) -> at::Tensor {
-      if (!is_tpu(tensor)) return tensor;
-      at::Tensor view = executors::host::cpu_view_now(tensor);
-      views.push_back(LiveView{view, tensor, view.const_data_ptr()});
-      return view;
+  for (size_t i = 0; i < args.size(); ++i) {
+    c10::IValue mapped = map_tensors(args[i], [&](const at::Tensor& tensor) -> at::Tensor {
+      return is_tpu(tensor) ? to_cpu(tensor, i) : tensor;
     });
     stack.push_back(cpu_side_value(mapped));
   }
+  return stack;
+}
+
+torch::jit::Stack cpu_args_now(BoxedArgs args, std::vector<LiveView>& views) {
+  const size_t first_view = views.size();
+  torch::jit::Stack stack = cpu_args_with(args, [&](const at::Tensor& tensor, size_t) {
+    at::Tensor view = executors::host::cpu_view_now(tensor);
+    views.push_back(LiveView{view, tensor, view.const_data_ptr()});
+    return view;
+  });
   // As for queued ops: a kernel given `out=` over its own input sees the aliasing and raises
   // CPU's error, where views with storages of their own let it write through its input.
   executors::host::share_storage_of_overlapping_views(views, first_view, [](const LiveView& live) { return live.view; });

@@ -64,6 +64,11 @@ struct LiveView {
   const void* host_data;  // where the view's element 0 was when made
 };
 
+// The arguments as a CPU kernel takes them: each tpu tensor (of argument `index`) replaced by
+// `to_cpu(tensor, index)`, tpu generators and devices by their CPU counterparts.
+torch::jit::Stack cpu_args_with(
+    BoxedArgs args, const std::function<at::Tensor(const at::Tensor&, size_t index)>& to_cpu);
+
 // CPU arguments made now from live tpu tensors (for the synchronous fallback; the chip must be
 // idle); every view made is appended to `views`, views over overlapping chip memory sharing
 // one storage, as in cpu_args.

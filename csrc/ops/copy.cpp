@@ -7,10 +7,13 @@
 #include <ATen/ops/empty_strided.h>
 #include <c10/core/DeviceGuard.h>
 
+#include "engine/active_executor.h"
 #include "engine/deferral.h"
 #include "engine/launch.h"
+#include "engine/metrics.h"
 #include "executors/host/tensor_snapshot.h"
 #include "ops/copy.h"
+#include "ops/host_copies.h"
 #include "ops/saved_recipes.h"
 #include "ops/task_ops.h"
 #include "privateuse1/host_allocator.h"
@@ -87,6 +90,43 @@ void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
   }
 }
 
+// Opaque buffers (ops/host_copies.h): a whole-storage copy between tpu tensors of one dtype is
+// the executor's (on PJRT, the same immutable buffer in a second storage); anything else
+// round-trips through host copies.
+void copy_opaque(const at::Tensor& src, const at::Tensor& dst) {
+  if (is_tpu(src) && is_tpu(dst)) {
+    TORCH_CHECK(src.device() == dst.device(),
+                "not supported yet: copies between tpu devices on the ",
+                engine::active_executor().name(), " executor");
+    const bool whole = src.scalar_type() == dst.scalar_type() && src.sizes() == dst.sizes() &&
+                       src.strides() == dst.strides() && src.storage_offset() == 0 &&
+                       dst.storage_offset() == 0 && src.is_contiguous() && !src.is_conj() &&
+                       !src.is_neg() && src.nbytes() == src.storage().nbytes() &&
+                       dst.nbytes() == dst.storage().nbytes();
+    if (whole) {
+      runtime::Stream& stream = engine::current_stream(dst.device().index());
+      engine::translate_errors([&] {
+        engine::active_executor().copy_on_device(
+            reinterpret_cast<runtime::DeviceAddress>(src.storage().data()),
+            reinterpret_cast<runtime::DeviceAddress>(dst.storage().data()), dst.nbytes(), stream);
+      });
+      engine::count_op_launched();
+      return;
+    }
+    HostCopies copies;
+    const at::Tensor source = copies.cpu(src);
+    at::Tensor target = copies.cpu(dst);
+    target.copy_(source);
+    copies.note_written(dst, target);
+    copies.upload_written();
+  } else if (is_tpu(dst)) {
+    write_to_opaque(src, dst);
+  } else {
+    HostCopies copies;
+    dst.copy_(copies.cpu(src));
+  }
+}
+
 }  // namespace
 
 at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blocking) {
@@ -97,13 +137,17 @@ at::Tensor copy_from(const at::Tensor& self, const at::Tensor& dst, bool non_blo
   at::assert_no_internal_overlap(dst);
   if (is_tpu(src) && is_tpu(dst)) at::assert_no_partial_overlap(dst, src);
   const c10::DeviceGuard guard(is_tpu(dst) ? dst.device() : src.device());
-  if (is_tpu(src) && is_tpu(dst)) {
+  TORCH_CHECK(is_tpu(src) || src.is_cpu(), "copy_: cannot copy from ", src.device(), " to ",
+              dst.device());
+  TORCH_CHECK(is_tpu(dst) || dst.is_cpu(), "copy_: cannot copy from ", src.device(), " to ",
+              dst.device());
+  if (engine::buffers_are_opaque()) {
+    copy_opaque(src, dst);
+  } else if (is_tpu(src) && is_tpu(dst)) {
     copy_chip_to_chip(src, dst);
   } else if (is_tpu(dst)) {
-    TORCH_CHECK(src.is_cpu(), "copy_: cannot copy from ", src.device(), " to ", dst.device());
     copy_host_to_chip(src, dst, non_blocking);
   } else {
-    TORCH_CHECK(dst.is_cpu(), "copy_: cannot copy from ", src.device(), " to ", dst.device());
     copy_chip_to_host(src, dst, non_blocking);
   }
   return dst;
@@ -120,6 +164,10 @@ at::Tensor copy_from_and_resize(const at::Tensor& self, const at::Tensor& dst) {
 
 at::Scalar local_scalar_dense(const at::Tensor& self) {
   const c10::DeviceGuard guard(self.device());
+  if (engine::buffers_are_opaque()) {
+    HostCopies copies;
+    return copies.cpu(self).item();
+  }
   engine::sync_current_stream(self.device().index(), "item");
   return executors::host::cpu_view_now(self).item();
 }

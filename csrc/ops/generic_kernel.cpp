@@ -17,6 +17,7 @@
 #include <c10/core/impl/LocalDispatchKeySet.h>
 #include <torch/library.h>
 
+#include "engine/active_executor.h"
 #include "engine/launch.h"
 #include "engine/metrics.h"
 #include "engine/mode.h"
@@ -25,6 +26,7 @@
 #include "ops/boxed_args.h"
 #include "ops/cpu_output_rules.h"
 #include "ops/generic_kernel.h"
+#include "ops/host_copies.h"
 #include "ops/ir_recording.h"
 #include "ops/op_description.h"
 #include "ops/op_plan.h"
@@ -134,10 +136,12 @@ at::Tensor realize(const TensorSpec& spec, BoxedArgs args,
 }
 
 void check_finite(const std::string& op_name, const std::vector<at::Tensor>& outputs) {
+  HostCopies copies;  // opaque buffers only
   for (size_t i = 0; i < outputs.size(); ++i) {
     const at::Tensor& output = outputs[i];
     if (!output.defined() || !at::isFloatingType(output.scalar_type())) continue;
-    const at::Tensor view = executors::host::cpu_view_now(output);
+    const at::Tensor view = engine::buffers_are_opaque() ? copies.cpu(output)
+                                                         : executors::host::cpu_view_now(output);
     TORCH_CHECK(at::isfinite(view).all().item<bool>(), "tpu debug check: op '", op_name,
                 "' produced NaN or Inf in output ", i);
   }
@@ -161,11 +165,67 @@ void write_back_live_view(const LiveView& live, const OpPlan& plan, c10::Device 
                  {{&live.tpu, true}});
 }
 
+// The synchronous fallback on opaque buffers (ops/host_copies.h): the CPU kernel runs on host
+// copies of its tpu arguments' storages (views of one storage share one copy), and the
+// storages it writes are uploaded again. Appends the op's results to `results`.
+void run_fallback_on_host_copies(const c10::OperatorHandle& op, const OpPlan& plan,
+                                 c10::Device device, BoxedArgs args, torch::jit::Stack& results) {
+  struct Mapped {
+    at::Tensor tpu;
+    at::Tensor cpu;
+    bool written;
+  };
+  HostCopies copies;
+  std::vector<Mapped> mapped;
+  torch::jit::Stack cpu_stack = cpu_args_with(args, [&](const at::Tensor& tensor, size_t index) {
+    at::Tensor cpu = copies.cpu(tensor);
+    mapped.push_back({tensor, cpu, plan.written_args[index]});
+    return cpu;
+  });
+  engine::translate_errors([&] { executors::host::call_cpu(op, cpu_stack); });
+  for (const Mapped& m : mapped) {
+    if (m.written) copies.note_written(m.tpu, m.cpu);
+  }
+  copies.upload_written();
+  // Each CPU result as the tpu tensor to return: one of the op's arguments, a view of one of
+  // their storages, or a fresh result uploaded to the chip.
+  const auto on_chip = [&](const at::Tensor& result) -> at::Tensor {
+    if (!result.defined()) return result;
+    for (const Mapped& m : mapped) {
+      if (m.cpu.unsafeGetTensorImpl() == result.unsafeGetTensorImpl()) return m.tpu;
+    }
+    if (std::optional<c10::Storage> storage = copies.tpu_storage_of(result)) {
+      at::Tensor view = at::empty({0}, result.options().device(device));
+      view.set_(*storage, result.storage_offset(), result.sizes(), result.strides());
+      return view;
+    }
+    at::Tensor tpu = at::empty_strided(result.sizes(), result.strides(),
+                                       result.options().device(device));
+    write_to_opaque(result, tpu);
+    return tpu;
+  };
+  for (c10::IValue& value : cpu_stack) {
+    if (value.isTensor()) {
+      results.push_back(on_chip(value.toTensor()));
+    } else if (value.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& element : value.toTensorList()) list.push_back(on_chip(element));
+      results.push_back(std::move(list));
+    } else {
+      results.push_back(std::move(value));
+    }
+  }
+}
+
 // The synchronous fallback: waits for the chip, runs the CPU kernel on views of chip memory.
 // Appends the op's results to `results`.
 void run_sync_fallback(const c10::OperatorHandle& op, const OpPlan& plan, c10::Device device,
                        BoxedArgs args, torch::jit::Stack& results) {
   engine::count_fallback(plan.name);
+  if (engine::buffers_are_opaque()) {
+    run_fallback_on_host_copies(op, plan, device, args, results);
+    return;
+  }
   engine::sync_device(device.index(), "cpu_fallback");
   std::vector<LiveView> views;
   torch::jit::Stack cpu_stack = cpu_args_now(args, views);
@@ -398,6 +458,11 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
     run_sync_fallback(op, plan, device, args, results);
     return results;
   }
+  const bool opaque = engine::buffers_are_opaque();
+  if (opaque && cached->runs_on_host()) {
+    run_sync_fallback(op, plan, device, args, results);
+    return results;
+  }
   const OutputSpecs& specs = cached->outputs;
 
   std::vector<at::Tensor> fresh;  // outputs allocated here (written by the queued op)
@@ -433,12 +498,28 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
   queued->fresh_returns = std::move(fresh_returns);
   queued->use_out_variant = use_out_variant;
   if (fused) {
+    if (opaque) engine::check_mode_runs_on(engine::current_policy(), engine::active_executor());
     auto description = describe_op(plan, args, outputs, fresh, queued);
     record_node(schema, plan, args, results, fresh, *description);
     if (saved_recipes_enabled() && plan.pointwise) note_if_recomputable(op, plan, args, outputs, fresh);
     engine::launch_described(device.index(), plan.name.c_str(),
                              [queued = std::move(queued)] { executors::host::run_kernel_call(*queued); },
                              std::move(description));
+  } else if (opaque) {
+    // Strict and Debug on opaque buffers: a one-node program compiled from the op's IR node,
+    // or, for an op the executor cannot express, the fallback through host copies.
+    auto description = describe_op(plan, args, outputs, fresh, queued);
+    record_node(schema, plan, args, results, fresh, *description);
+    engine::BoundOneNode bound =
+        engine::compile_and_bind_one_node(plan.name.c_str(), std::move(description));
+    if (bound.executable == nullptr) {
+      cached->mark_runs_on_host();
+      engine::note_fallback_reason(plan.name, bound.not_supported);
+      results.clear();
+      run_sync_fallback(op, plan, device, args, results);
+      return results;
+    }
+    engine::launch_one_node(device.index(), std::move(bound.executable), std::move(bound.bindings));
   } else {
     // Strict and Debug: the op runs as a one-node program, compiled once per call structure.
     std::shared_ptr<const executors::Executable> executable = cached->one_node();

@@ -49,8 +49,10 @@ CallSignature call_signature(const OpPlan& plan, BoxedArgs args);
 // A cached call: its outputs and, once a Strict or Debug call of its structure has run, the
 // one-node program it runs as (engine::compile_one_node). Calls of one signature differ in IR
 // only in which arguments share a storage and where in it they lie, which the host executor's
-// one-node programs do not depend on. TODO(#22): key those too for an executor that compiles
-// from buffers.
+// one-node programs do not depend on; an executor with opaque buffers compiles from the IR,
+// so its one-node programs are looked up by the program's structure on every call
+// (engine::compile_and_bind_one_node), and the entry only remembers that the executor could not
+// express the op. TODO(#22): key aliasing and offsets here too, sparing that lookup.
 class CachedCall {
  public:
   explicit CachedCall(OutputSpecs outputs) : outputs(std::move(outputs)) {}
@@ -65,10 +67,16 @@ class CachedCall {
   std::shared_ptr<const executors::Executable> keep_one_node(
       std::shared_ptr<const executors::Executable> executable) const;
 
+  // The active executor cannot express calls of this structure (executors::NotSupported): they
+  // run on host kernels through host copies (ops/host_copies.h). Thread-safe.
+  bool runs_on_host() const { return runs_on_host_.load(std::memory_order_relaxed); }
+  void mark_runs_on_host() const { runs_on_host_.store(true, std::memory_order_relaxed); }
+
  private:
   mutable std::mutex setting_;
   mutable std::shared_ptr<const executors::Executable> one_node_;
   mutable std::atomic<bool> has_one_node_{false};
+  mutable std::atomic<bool> runs_on_host_{false};
 };
 
 // Thread-safe lookup/insert. A full cache is cleared (it only ever holds re-derivable data).

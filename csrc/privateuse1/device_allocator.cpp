@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "engine/active_executor.h"
 #include "engine/deferral.h"
 #include "engine/launch.h"
 #include "engine/mode.h"
@@ -24,6 +25,16 @@ void delete_device_buffer(void* context) {
                               [&lazy, address] { lazy.release(address); });
   } else {
     chip->allocator().free(address);
+  }
+}
+
+// A buffer of an executor whose buffers are opaque (PJRT): the executor's own, freed through it.
+// Deleters must not throw; a buffer the executor no longer knows has nothing left to free.
+void delete_opaque_buffer(void* context) {
+  if (context == nullptr) return;
+  try {
+    engine::active_executor().free(0, reinterpret_cast<runtime::DeviceAddress>(context));
+  } catch (const std::exception&) {
   }
 }
 
@@ -61,6 +72,11 @@ c10::DataPtr allocate_on(c10::DeviceIndex device, size_t nbytes) {
   runtime::Chip& chip = engine::chip(device);
   // The block belongs to the current stream: freed, it is reused in that stream's order.
   const runtime::StreamId stream = engine::current_stream_id(device);
+  if (engine::buffers_are_opaque()) {
+    void* handle = reinterpret_cast<void*>(engine::translate_errors(
+        [&] { return engine::active_executor().allocate(device, nbytes, stream); }));
+    return c10::DataPtr(handle, handle, &delete_opaque_buffer, where);
+  }
   if (const runtime::DeviceAddress handle = reserve_lazily(chip, nbytes, stream)) {
     void* lazy = reinterpret_cast<void*>(handle);
     return c10::DataPtr(lazy, lazy, &delete_device_buffer, where);
@@ -92,6 +108,15 @@ c10::DeleterFnPtr TpuDeviceAllocator::raw_deleter() const { return &delete_devic
 
 void TpuDeviceAllocator::copy_data(void* dest, const void* src, std::size_t count) const {
   if (count == 0) return;
+  if (engine::buffers_are_opaque()) {
+    const int device = engine::current_device();
+    engine::translate_errors([&] {
+      engine::active_executor().copy_on_device(reinterpret_cast<runtime::DeviceAddress>(src),
+                                               reinterpret_cast<runtime::DeviceAddress>(dest),
+                                               count, engine::current_stream(device));
+    });
+    return;
+  }
   const int device = runtime::chip_of_address(reinterpret_cast<runtime::DeviceAddress>(dest));
   engine::launch(device, "tpu::copy_data", [dest, src, count] {
     std::memcpy(executors::host::host_address(dest), executors::host::host_address(src), count);
@@ -106,6 +131,8 @@ void record_stream_use(const void* data, c10::Stream stream) {
   TORCH_CHECK(stream.device_type() == c10::DeviceType::PrivateUse1,
               "record_stream: expected a tpu stream, got one on ", stream.device());
   if (data == nullptr) return;  // an empty storage owns no block
+  // Opaque buffers are never reused while queued work holds them.
+  if (engine::buffers_are_opaque()) return;
   const auto address = reinterpret_cast<runtime::DeviceAddress>(data);
   TORCH_CHECK(runtime::chip_of_address(address) == stream.device_index(),
               "record_stream: the tensor lives on another tpu than stream ", stream);
@@ -120,6 +147,7 @@ void record_stream_use(const void* data, c10::Stream stream) {
 }
 
 void TpuDeviceAllocator::emptyCache(c10::MempoolId_t) {
+  if (engine::buffers_are_opaque()) return;  // such an executor caches no buffers
   auto& runtime = runtime::Runtime::instance();
   for (int i = 0; i < runtime.chip_count(); ++i) {
     // A cached block may still be used by queued work of its stream (reuse is stream-ordered),
@@ -131,7 +159,8 @@ void TpuDeviceAllocator::emptyCache(c10::MempoolId_t) {
 
 c10::CachingDeviceAllocator::DeviceStats TpuDeviceAllocator::getDeviceStats(
     c10::DeviceIndex device) {
-  const runtime::MemoryStats stats = engine::chip(device).allocator().stats();
+  engine::chip(device);  // checks the index
+  const runtime::MemoryStats stats = engine::active_executor().memory_stats(device);
   c10::CachingDeviceAllocator::DeviceStats out;
   copy_stat_array(stats.allocation, out.allocation);
   copy_stat_array(stats.segment, out.segment);
@@ -150,14 +179,25 @@ c10::CachingDeviceAllocator::DeviceStats TpuDeviceAllocator::getDeviceStats(
 }
 
 void TpuDeviceAllocator::resetAccumulatedStats(c10::DeviceIndex device) {
-  engine::chip(device).allocator().reset_accumulated_stats();
+  engine::chip(device);  // checks the index
+  engine::active_executor().reset_memory_stats(device,
+                                               executors::Executor::StatsReset::kAccumulated);
 }
 
 void TpuDeviceAllocator::resetPeakStats(c10::DeviceIndex device) {
-  engine::chip(device).allocator().reset_peak_stats();
+  engine::chip(device);  // checks the index
+  engine::active_executor().reset_memory_stats(device, executors::Executor::StatsReset::kPeaks);
 }
 
 std::pair<size_t, size_t> TpuDeviceAllocator::getMemoryInfo(c10::DeviceIndex device) {
+  if (engine::buffers_are_opaque()) {
+    engine::chip(device);  // checks the index
+    const executors::Executor& executor = engine::active_executor();
+    const size_t capacity = executor.memory_capacity(device);
+    const auto used = static_cast<size_t>(
+        executor.memory_stats(device).allocated_bytes[runtime::kAllPools].current);
+    return {capacity - used, capacity};
+  }
   return engine::chip(device).allocator().memory_info();
 }
 

@@ -6,6 +6,7 @@
 
 #include <ATen/EmptyTensor.h>
 
+#include "engine/active_executor.h"
 #include "engine/launch.h"
 #include "executors/host/tensor_snapshot.h"
 #include "privateuse1/device_allocator.h"
@@ -23,6 +24,15 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes) {
   storage.unsafeGetStorageImpl()->set_nbytes(new_bytes);
   const size_t keep = std::min(old_bytes, new_bytes);
   if (keep == 0) return;
+  if (engine::buffers_are_opaque()) {
+    // The executor's queued copy keeps the old buffer until it has read it.
+    engine::translate_errors([&] {
+      engine::active_executor().copy_on_device(reinterpret_cast<runtime::DeviceAddress>(old.get()),
+                                               reinterpret_cast<runtime::DeviceAddress>(dst), keep,
+                                               engine::current_stream(device));
+    });
+    return;
+  }
   // `old` is freed on return; its block is reused only after this copy (stream order).
   engine::launch(device, "tpu::resize_storage", [src = old.get(), dst, keep] {
     std::memcpy(executors::host::host_address(dst), executors::host::host_address(src), keep);

@@ -5,6 +5,7 @@
 #include <torch/csrc/Generator.h>
 #include <torch/csrc/utils/device_lazy_init.h>
 
+#include "engine/active_executor.h"
 #include "engine/launch.h"
 #include "privateuse1/generator.h"
 #include "runtime/chip.h"
@@ -39,7 +40,10 @@ void init_device(py::module_& m) {
   m.def("_get_device", [] { return engine::current_device(); });
   m.def("_set_device", [](int index) { engine::set_current_device(index); });
   m.def("_device_name", [](int index) { return engine::chip(index).name(); });
-  m.def("_device_capacity", [](int index) { return engine::chip(index).memory().capacity(); });
+  m.def("_device_capacity", [](int index) {
+    engine::chip(index);  // checks the index
+    return engine::active_executor().memory_capacity(index);
+  });
   m.def("_default_generator", [](int index) {
     return py::reinterpret_steal<py::object>(THPGenerator_initDefaultGenerator(
         privateuse1::default_generator(static_cast<c10::DeviceIndex>(index))));

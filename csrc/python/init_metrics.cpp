@@ -51,6 +51,7 @@ void init_metrics(py::module_& m) {
     py::dict result;
     result["ops_launched"] = snapshot.ops_launched;
     result["fallbacks"] = snapshot.fallbacks;
+    result["fallback_reasons"] = snapshot.fallback_reasons;
     result["syncs"] = snapshot.syncs;
     const ops::ShapeCacheStats cache = ops::shape_cache_stats();
     py::dict shape_cache;

@@ -4,6 +4,7 @@
 namespace torch_tpu::python {
 void init_device(pybind11::module_& m);
 void init_modes(pybind11::module_& m);
+void init_runtime(pybind11::module_& m);
 void init_metrics(pybind11::module_& m);
 void init_distributed(pybind11::module_& m);
 void init_saved_recipes(pybind11::module_& m);
@@ -11,9 +12,10 @@ void init_python_lines(pybind11::module_& m);
 }  // namespace torch_tpu::python
 
 PYBIND11_MODULE(_C, m) {
-  m.doc() = "torch_tpu native core: the tpu device on the host runtime";
+  m.doc() = "torch_tpu native core: the tpu device on the host runtime or a PJRT plugin";
   torch_tpu::python::init_device(m);
   torch_tpu::python::init_modes(m);
+  torch_tpu::python::init_runtime(m);
   torch_tpu::python::init_metrics(m);
   torch_tpu::python::init_distributed(m);
   torch_tpu::python::init_saved_recipes(m);

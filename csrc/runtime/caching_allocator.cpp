@@ -240,27 +240,13 @@ MemoryStats CachingAllocator::stats() const {
 
 void CachingAllocator::reset_peak_stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (StatArray* array :
-       {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
-        &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
-        &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
-    for (Stat& stat : *array) stat.reset_peak();
-  }
+  stats_.reset_peaks();
 }
 
 void CachingAllocator::reset_accumulated_stats() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (StatArray* array :
-       {&stats_.allocation, &stats_.segment, &stats_.active, &stats_.inactive_split,
-        &stats_.allocated_bytes, &stats_.reserved_bytes, &stats_.active_bytes,
-        &stats_.inactive_split_bytes, &stats_.requested_bytes}) {
-    for (Stat& stat : *array) stat.reset_accumulated();
-  }
   // Same as CUDA's resetAccumulatedStats: the event counters are accumulations too.
-  stats_.num_alloc_retries = 0;
-  stats_.num_ooms = 0;
-  stats_.num_device_alloc = 0;
-  stats_.num_device_free = 0;
+  stats_.reset_accumulated();
 }
 
 std::pair<size_t, size_t> CachingAllocator::memory_info() const {

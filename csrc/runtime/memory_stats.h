@@ -38,6 +38,11 @@ struct MemoryStats {
   int64_t num_ooms = 0;           // allocations that failed
   int64_t num_device_alloc = 0;   // segments reserved
   int64_t num_device_free = 0;    // segments released
+
+  // Every counter's peak becomes its current value (CUDA's resetPeakStats).
+  void reset_peaks();
+  // Running totals and event counters restart from zero (CUDA's resetAccumulatedStats).
+  void reset_accumulated();
 };
 
 }  // namespace torch_tpu::runtime

@@ -31,6 +31,7 @@ if not hasattr(torch, "tpu"):
     # TPUs compute in bfloat16 natively; CUDA's float16 default would be a poor fit.
     torch.set_autocast_dtype("tpu", torch.bfloat16)
 
+from ._runtime import get_runtime, runtime_info, set_runtime  # noqa: E402
 from ._metrics import metrics, reset_metrics  # noqa: E402
 from ._modes import (  # noqa: E402
     get_mode, mode, mode_names, set_check_nans, set_mode, set_record_python_lines,
@@ -38,13 +39,14 @@ from ._modes import (  # noqa: E402
 from ._shutdown import install as _install_shutdown_hook  # noqa: E402
 from .distributed import register as _register_tpu_dist  # noqa: E402
 from ._torch_patches import install as _install_torch_patches  # noqa: E402
-from . import _saved_recipes  # noqa: E402
+from . import _runtime, _saved_recipes  # noqa: E402
 
 _register_tpu_dist()
 _install_torch_patches()
+_runtime.select_from_environment()
 
 _install_shutdown_hook()
 _saved_recipes.follow_mode()  # fused mode chosen through the environment
 
-__all__ = ["get_mode", "metrics", "mode", "mode_names", "reset_metrics", "set_check_nans",
-           "set_mode", "set_record_python_lines"]
+__all__ = ["get_mode", "get_runtime", "metrics", "mode", "mode_names", "reset_metrics",
+           "runtime_info", "set_check_nans", "set_mode", "set_record_python_lines", "set_runtime"]

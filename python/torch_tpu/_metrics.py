@@ -1,7 +1,7 @@
 """Counters that prove what the backend did: ops launched, CPU fallbacks by op, host syncs by
 reason; and the size of the host thread's team."""
 
-from . import _C
+from . import _C, _runtime
 
 
 def metrics() -> dict:
@@ -10,7 +10,13 @@ def metrics() -> dict:
     "fusion": {...}, "host_team": {...}}``. A training loop in steady state should show no new
     shape-cache misses.
 
-    ``programs``: the ``executor`` that compiles and runs programs (``"host"``),
+    ``fallback_reasons``: for an op among ``fallbacks`` because the executor cannot compile it
+    (the PJRT runtime: no StableHLO lowering yet), why, as the executor first said.
+
+    ``runtime``: :func:`torch_tpu.runtime_info` (``"host"`` or ``"pjrt"``, the executor, and on
+    PJRT the plugin, its path and API version).
+
+    ``programs``: the ``executor`` that compiles and runs programs (``"host"``, ``"pjrt:cpu"``),
     ``one_node_runs`` (Strict and Debug ops, each run as a one-node program), and the
     executable cache's ``compiled`` (programs compiled: one per op structure in Strict and
     Debug), ``cache_hits``, ``cached`` and ``compile_seconds``. Fused mode's planned programs
@@ -34,7 +40,9 @@ def metrics() -> dict:
     ``grows``, the resizes (``reset_metrics()`` zeroes these two); ``others_load``, the cores
     other processes kept busy over the last sampling window (sampled as host waits end, at most
     every 100 ms; ``None`` before the first window)."""
-    return _C._metrics()
+    counters = _C._metrics()
+    counters["runtime"] = _runtime.runtime_info()
+    return counters
 
 
 def reset_metrics() -> None:

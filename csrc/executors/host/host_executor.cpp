@@ -38,6 +38,7 @@ runtime::Chip& chip_at(runtime::DeviceAddress address) {
 class HostExecutor final : public Executor {
  public:
   std::string name() const override { return "host"; }
+  bool buffers_are_host_memory() const override { return true; }
 
   std::shared_ptr<const Executable> compile(const ir::Program& program) override {
     if (program.nodes.size() != 1) {
@@ -91,6 +92,21 @@ class HostExecutor final : public Executor {
     stream.enqueue("tpu::copy_on_device", [&source, &target, from, to, bytes] {
       std::memmove(target.host_address(to), source.host_address(from), bytes);
     });
+  }
+
+  runtime::MemoryStats memory_stats(int chip) const override {
+    return runtime::Runtime::instance().chip(chip).allocator().stats();
+  }
+  size_t memory_capacity(int chip) const override {
+    return runtime::Runtime::instance().chip(chip).memory().capacity();
+  }
+  void reset_memory_stats(int chip, StatsReset which) override {
+    runtime::CachingAllocator& allocator = runtime::Runtime::instance().chip(chip).allocator();
+    if (which == StatsReset::kPeaks) {
+      allocator.reset_peak_stats();
+    } else {
+      allocator.reset_accumulated_stats();
+    }
   }
 };
 

@@ -58,6 +58,7 @@ Event& Event::operator=(Event&& other) noexcept {
 Event::~Event() { reset(); }
 
 void Event::reset() {
+  if (Plugin::process_exiting()) event_ = nullptr;
   if (event_ == nullptr) return;
   auto args = make_args<capi::EventDestroyArgs>();
   args.event = std::exchange(event_, nullptr);
@@ -101,6 +102,7 @@ Buffer& Buffer::operator=(Buffer&& other) noexcept {
 Buffer::~Buffer() { reset(); }
 
 void Buffer::reset() {
+  if (Plugin::process_exiting()) buffer_ = nullptr;
   if (buffer_ == nullptr) return;
   auto args = make_args<capi::BufferDestroyArgs>();
   args.buffer = std::exchange(buffer_, nullptr);
@@ -221,6 +223,7 @@ LoadedExecutable& LoadedExecutable::operator=(LoadedExecutable&& other) noexcept
 LoadedExecutable::~LoadedExecutable() { reset(); }
 
 void LoadedExecutable::reset() {
+  if (Plugin::process_exiting()) executable_ = nullptr;
   if (executable_ == nullptr) return;
   auto args = make_args<capi::LoadedExecutableDestroyArgs>();
   args.executable = std::exchange(executable_, nullptr);
@@ -275,6 +278,7 @@ Client::Client(std::shared_ptr<const Plugin> plugin, capi::Client* client)
     : plugin_(std::move(plugin)), client_(client) {}
 
 Client::~Client() {
+  if (Plugin::process_exiting()) return;
   auto args = make_args<capi::ClientDestroyArgs>();
   args.client = client_;
   drop_error(api(), api().client_destroy(&args));

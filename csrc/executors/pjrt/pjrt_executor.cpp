@@ -80,47 +80,65 @@ void check_range(const char* what, int64_t offset, size_t bytes, int64_t slot_by
 
 }  // namespace
 
-struct PjrtExecutor::ScalarBuffers {
+// Buffers of recent small run-time operands: Scalars (0-d) and host storages of a few bytes
+// (wrapped numbers, `x * 2` passes one). A steady loop (the same alpha or learning rate every
+// step) uploads none.
+struct PjrtExecutor::OperandBuffers {
   static constexpr size_t kCapacity = 256;  // values kept; a full cache starts over
+  static constexpr size_t kMaxHostBytes = 16;
 
-  std::shared_ptr<const Buffer> get(const Client& client, const ir::ScalarValue& scalar) {
+  std::shared_ptr<const Buffer> scalar(const Client& client, const ir::ScalarValue& scalar) {
     const bool as_bool = scalar.kind == ir::ScalarValue::Kind::kBool;
     const bool as_int = scalar.kind == ir::ScalarValue::Kind::kInt;
     const auto boolean = static_cast<uint8_t>(scalar.integer != 0);
     const void* data = as_bool  ? static_cast<const void*>(&boolean)
                        : as_int ? static_cast<const void*>(&scalar.integer)
                                 : static_cast<const void*>(&scalar.real);
-    uint64_t bits = 0;
-    std::memcpy(&bits, data, as_bool ? 1 : 8);
-    const std::pair<int, uint64_t> key{static_cast<int>(scalar.kind), bits};
+    const capi::BufferType type = as_bool  ? capi::BufferType::kPred
+                                  : as_int ? capi::BufferType::kS64
+                                           : capi::BufferType::kF64;
+    return get(client, type, data, as_bool ? 1 : 8, {});
+  }
+
+  // `bytes` host bytes as a ui8[bytes] buffer, uploaded now.
+  std::shared_ptr<const Buffer> host_bytes(const Client& client, const void* data, int64_t bytes) {
+    if (static_cast<size_t>(bytes) > kMaxHostBytes) return upload(client, data, bytes);
+    return get(client, capi::BufferType::kU8, data, static_cast<size_t>(bytes), {bytes});
+  }
+
+ private:
+  std::shared_ptr<const Buffer> get(const Client& client, capi::BufferType type, const void* data,
+                                    size_t size, std::vector<int64_t> dims) {
+    std::string key(1, static_cast<char>(type));
+    key.append(static_cast<const char*>(data), size);
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (auto found = buffers.find(key); found != buffers.end()) return found->second;
     }
-    const capi::BufferType type = as_bool  ? capi::BufferType::kPred
-                                  : as_int ? capi::BufferType::kS64
-                                           : capi::BufferType::kF64;
-    auto buffer = std::make_shared<const Buffer>(client.copy_to_device(data, type, {}));
+    auto buffer = std::make_shared<const Buffer>(client.copy_to_device(data, type, dims));
     std::lock_guard<std::mutex> lock(mutex);
     if (buffers.size() >= kCapacity) buffers.clear();
-    buffers.emplace(key, buffer);
+    buffers.emplace(std::move(key), buffer);
     return buffer;
   }
 
   std::mutex mutex;
-  std::map<std::pair<int, uint64_t>, std::shared_ptr<const Buffer>> buffers;
+  std::map<std::string, std::shared_ptr<const Buffer>> buffers;
 };
 
-PjrtExecutor::PjrtExecutor(std::shared_ptr<Client> client)
+PjrtExecutor::PjrtExecutor(std::shared_ptr<Client> client, size_t capacity)
     : client_(std::move(client)),
-      scalar_buffers_(std::make_shared<ScalarBuffers>()),
+      operand_buffers_(std::make_shared<OperandBuffers>()),
+      capacity_(capacity == 0 ? SIZE_MAX : capacity),
       next_address_(kFirstSlotAddress) {
   if (client_ == nullptr) throw std::invalid_argument("PjrtExecutor: no client");
 }
 
 std::unique_ptr<PjrtExecutor> PjrtExecutor::create(const std::string& plugin,
-                                                   const std::vector<std::string>& search_dirs) {
-  return std::make_unique<PjrtExecutor>(Client::create(Plugin::load(plugin, search_dirs)));
+                                                   const std::vector<std::string>& search_dirs,
+                                                   size_t capacity) {
+  return std::make_unique<PjrtExecutor>(Client::create(Plugin::load(plugin, search_dirs)),
+                                        capacity);
 }
 
 std::string PjrtExecutor::name() const { return "pjrt:" + client_->platform_name(); }
@@ -139,6 +157,7 @@ std::shared_ptr<const Executable> PjrtExecutor::compile(const ir::Program& progr
   }
   for (const ir::Storage& storage : program.storages) {
     executable->storage_bytes.push_back(storage.bytes);
+    executable->storage_on_host.push_back(storage.on_host);
   }
   return executable;
 }
@@ -157,15 +176,28 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
         std::to_string(bindings.storages.size()) + " and " +
         std::to_string(bindings.scalars.size()));
   }
-  // Slots are bound now, in issue order: a later free() cannot take them from this run.
+  // Slots are bound now, in issue order: a later free() cannot take them from this run. Host
+  // storages are uploaded now: their memory is the caller's only during the call.
+  struct Bound {
+    ir::StorageId storage;
+    Located at;
+    std::shared_ptr<const Buffer> host;  // a host storage's bytes
+  };
   auto bind = [&](const std::vector<ir::StorageId>& storages) {
-    std::vector<std::pair<ir::StorageId, Located>> bound;
+    std::vector<Bound> bound;
     for (const ir::StorageId s : storages) {
-      bound.emplace_back(s, locate(bindings.storages[static_cast<size_t>(s)]));
+      const runtime::DeviceAddress address = bindings.storages[static_cast<size_t>(s)];
+      if (compiled->storage_on_host[static_cast<size_t>(s)]) {
+        bound.push_back({s, {}, operand_buffers_->host_bytes(
+                                    *client_, reinterpret_cast<const void*>(address),
+                                    compiled->storage_bytes[static_cast<size_t>(s)])});
+      } else {
+        bound.push_back({s, locate(address), nullptr});
+      }
     }
     return bound;
   };
-  auto task = [client = client_, scalar_cache = scalar_buffers_, compiled,
+  auto task = [client = client_, operand_cache = operand_buffers_, compiled,
                parameters = bind(lowered.parameter_storages),
                results = bind(lowered.result_storages), addresses = bindings.storages,
                scalars = std::move(bindings.scalars)] {
@@ -178,7 +210,11 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
       }
     };
     std::vector<std::shared_ptr<const Buffer>> arguments;
-    for (const auto& [s, at] : parameters) {
+    for (const auto& [s, at, host] : parameters) {
+      if (host != nullptr) {
+        arguments.push_back(host);
+        continue;
+      }
       check(s, at);
       const int64_t expected = compiled->storage_bytes[static_cast<size_t>(s)];
       std::lock_guard<std::mutex> lock(at.slot->mutex);
@@ -196,9 +232,9 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
       arguments.push_back(at.slot->buffer);
     }
     for (const ir::ScalarValue& scalar : scalars) {
-      arguments.push_back(scalar_cache->get(*client, scalar));
+      arguments.push_back(operand_cache->scalar(*client, scalar));
     }
-    for (const auto& [s, at] : results) check(s, at);
+    for (const auto& [s, at, host] : results) check(s, at);
     std::vector<const Buffer*> argument_list;
     for (const auto& argument : arguments) argument_list.push_back(argument.get());
     Event done;
@@ -206,7 +242,7 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
     // Waiting here keeps a failing run's error with this task, which names the op.
     done.await();
     for (size_t r = 0; r < results.size(); ++r) {
-      const auto& [s, at] = results[r];
+      const auto& [s, at, host] = results[r];
       install(*at.slot, std::make_shared<const Buffer>(std::move(outputs[r])),
               compiled->storage_bytes[static_cast<size_t>(s)]);
     }
@@ -222,6 +258,19 @@ runtime::DeviceAddress PjrtExecutor::allocate(int chip, size_t bytes, int64_t) {
   auto slot = std::make_shared<Slot>();
   slot->bytes = static_cast<int64_t>(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  const auto in_use = static_cast<size_t>(stats_.allocated_bytes[runtime::kAllPools].current);
+  if (bytes > capacity_ - in_use) {
+    ++stats_.num_ooms;
+    throw runtime::OutOfMemoryError(chip, bytes, capacity_ - in_use, capacity_);
+  }
+  for (runtime::StatArray* stat : {&stats_.allocation, &stats_.segment, &stats_.active}) {
+    (*stat)[runtime::kAllPools].increase(1);
+  }
+  for (runtime::StatArray* stat : {&stats_.allocated_bytes, &stats_.reserved_bytes,
+                                   &stats_.active_bytes, &stats_.requested_bytes}) {
+    (*stat)[runtime::kAllPools].increase(static_cast<int64_t>(bytes));
+  }
+  ++stats_.num_device_alloc;
   const runtime::DeviceAddress address = next_address_;
   // Addresses are never reused, and a gap keeps one past the end outside every slot.
   next_address_ += ((bytes + kSlotAlignment - 1) / kSlotAlignment + 1) * kSlotAlignment;
@@ -231,8 +280,35 @@ runtime::DeviceAddress PjrtExecutor::allocate(int chip, size_t bytes, int64_t) {
 
 void PjrtExecutor::free(int, runtime::DeviceAddress buffer) {
   std::lock_guard<std::mutex> lock(mutex_);
-  if (slots_.erase(buffer) == 0) {
+  const auto found = slots_.find(buffer);
+  if (found == slots_.end()) {
     throw std::invalid_argument("PjrtExecutor::free: " + hex(buffer) + " is not a live buffer");
+  }
+  const int64_t bytes = bytes_of(*found->second);
+  slots_.erase(found);
+  for (runtime::StatArray* stat : {&stats_.allocation, &stats_.segment, &stats_.active}) {
+    (*stat)[runtime::kAllPools].decrease(1);
+  }
+  for (runtime::StatArray* stat : {&stats_.allocated_bytes, &stats_.reserved_bytes,
+                                   &stats_.active_bytes, &stats_.requested_bytes}) {
+    (*stat)[runtime::kAllPools].decrease(bytes);
+  }
+  ++stats_.num_device_free;
+}
+
+runtime::MemoryStats PjrtExecutor::memory_stats(int) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+size_t PjrtExecutor::memory_capacity(int) const { return capacity_; }
+
+void PjrtExecutor::reset_memory_stats(int, StatsReset which) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (which == StatsReset::kPeaks) {
+    stats_.reset_peaks();
+  } else {
+    stats_.reset_accumulated();
   }
 }
 
@@ -263,6 +339,15 @@ void PjrtExecutor::copy_to_device(const void* host, runtime::DeviceAddress devic
                                   runtime::Stream& stream) {
   const Located at = locate(device);
   if (at.slot == nullptr) throw std::invalid_argument(hex(device) + " is not a PJRT buffer");
+  if (at.offset == 0 && static_cast<int64_t>(bytes) == bytes_of(*at.slot)) {
+    // PJRT copies the host bytes during the call; the new buffer replaces the slot's in stream
+    // order, after the work queued before that still reads the old one.
+    stream.enqueue("tpu::copy_to_device",
+                   [at, buffer = upload(*client_, host, static_cast<int64_t>(bytes))]() mutable {
+                     install(*at.slot, std::move(buffer), bytes_of(*at.slot));
+                   });
+    return;
+  }
   stream.enqueue("tpu::copy_to_device", [client = client_, at, host, bytes] {
     const int64_t slot_bytes = bytes_of(*at.slot);
     check_range("copy_to_device", at.offset, bytes, slot_bytes);

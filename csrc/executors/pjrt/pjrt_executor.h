@@ -24,33 +24,42 @@ struct PjrtExecutable final : Executable {
   lowering::LoweredProgram lowered;
   LoadedExecutable loaded;
   std::vector<int64_t> storage_bytes;  // per program storage
+  std::vector<bool> storage_on_host;   // per program storage: host memory, bound by address
   const char* op_name = nullptr;       // interned: the op, or a list of a program's ops
 };
 
 class PjrtExecutor final : public Executor {
  public:
-  // Runs on `client`'s device 0.
-  explicit PjrtExecutor(std::shared_ptr<Client> client);
+  // Runs on `client`'s device 0, whose buffers may hold at most `capacity` bytes together
+  // (0: no bound beyond the device's own). A bound keeps out-of-memory errors the same on every
+  // runtime: PJRT's CPU plugin would take host memory until the process dies.
+  explicit PjrtExecutor(std::shared_ptr<Client> client, size_t capacity = 0);
   // Loads the named plugin ("cpu", "tpu" or a path; see plugin.h) and makes a client on it.
   static std::unique_ptr<PjrtExecutor> create(const std::string& plugin,
-                                               const std::vector<std::string>& search_dirs = {});
+                                               const std::vector<std::string>& search_dirs = {},
+                                               size_t capacity = 0);
 
   // "pjrt:<platform>", e.g. "pjrt:cpu".
   std::string name() const override;
+  // PJRT buffers are opaque: the host reaches them only through copies.
+  bool buffers_are_host_memory() const override { return false; }
   // Verifies, lowers (throws "not supported yet: ..." for what lowering/ cannot express) and
   // compiles (throws PjrtError naming the op, with the compiler's message). Blocks; thread-safe.
   std::shared_ptr<const Executable> compile(const ir::Program& program) override;
   // Binds each storage's slot now (bindings.storages: one address per program storage, 0 for
-  // scratch) and queues the run. A missing slot, a slot whose size is not the program's, or a
+  // scratch; a host storage's is the host address of its bytes, uploaded now) and queues the
+  // run. A missing slot, a slot whose size is not the program's, or a
   // PJRT failure fails the task: the stream raises it at its next sync point, naming the op.
   // Bindings of the wrong count, or another executor's executable, throw std::invalid_argument.
   void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
            runtime::Stream& stream) override;
   // A new slot of `bytes` with no buffer yet (it reads as zeros until written). Chip 0 only.
+  // Throws runtime::OutOfMemoryError past the capacity.
   runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) override;
   // Drops the slot from the table; work already queued keeps its buffer alive until it ran.
   void free(int chip, runtime::DeviceAddress buffer) override;
-  // Whole-slot copies replace (to device) or read (to host) the slot's buffer; copy_on_device
+  // Whole-slot copies replace (to device) or read (to host) the slot's buffer; a whole-slot copy
+  // to the device uploads at the call, so the host may reuse its memory at once. copy_on_device
   // of a whole slot into an equal-sized one shares the immutable buffer. A copy of part of a
   // slot (an address inside it, or fewer bytes) round-trips the whole slot through host memory.
   void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
@@ -59,6 +68,12 @@ class PjrtExecutor final : public Executor {
                     runtime::Stream& stream) override;
   void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
                       runtime::Stream& stream) override;
+
+  // Slots are allocations (each its own segment: nothing is cached); bytes are slot sizes.
+  runtime::MemoryStats memory_stats(int chip) const override;
+  // The capacity given, or the largest size_t when none was.
+  size_t memory_capacity(int chip) const override;
+  void reset_memory_stats(int chip, StatsReset which) override;
 
   const Client& client() const { return *client_; }
   // Slots allocated and not freed.
@@ -83,13 +98,14 @@ class PjrtExecutor final : public Executor {
   Located locate(runtime::DeviceAddress address) const;
 
   std::shared_ptr<Client> client_;
-  // 0-d buffers of recent Scalar values, shared with queued runs: a steady loop (the same
-  // alpha or learning rate every step) uploads none.
-  struct ScalarBuffers;
-  std::shared_ptr<ScalarBuffers> scalar_buffers_;
-  mutable std::mutex mutex_;  // guards slots_ and next_address_
+  // Buffers of recent Scalars and small host storages, shared with queued runs.
+  struct OperandBuffers;
+  std::shared_ptr<OperandBuffers> operand_buffers_;
+  const size_t capacity_;
+  mutable std::mutex mutex_;  // guards slots_, next_address_ and stats_
   std::map<runtime::DeviceAddress, std::shared_ptr<Slot>> slots_;  // by first address
   runtime::DeviceAddress next_address_;
+  runtime::MemoryStats stats_;
 };
 
 }  // namespace torch_tpu::executors::pjrt

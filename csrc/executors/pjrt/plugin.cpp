@@ -2,6 +2,7 @@
 
 #include <dlfcn.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -50,6 +51,8 @@ std::map<std::string, std::shared_ptr<Plugin>>& registry() {
   return *plugins;  // plugins outlive static destruction (their threads may still run)
 }
 
+std::atomic<bool> g_process_exiting{false};
+
 // "PJRT plugin 'cpu' (/path/libpjrt_cpu.so)", or "PJRT plugin /path/x.so" when named by path.
 std::string describe(const std::string& plugin, const std::string& path) {
   if (plugin == path) return "PJRT plugin " + path;
@@ -57,6 +60,9 @@ std::string describe(const std::string& plugin, const std::string& path) {
 }
 
 }  // namespace
+
+bool Plugin::process_exiting() { return g_process_exiting.load(); }
+void Plugin::mark_process_exiting() { g_process_exiting.store(true); }
 
 std::string ApiVersionNumber::to_string() const {
   return std::to_string(major) + "." + std::to_string(minor);
@@ -162,6 +168,7 @@ std::shared_ptr<Plugin> Plugin::load(const std::string& plugin,
   capi::PluginInitializeArgs args{};
   args.struct_size = sizeof(args);
   throw_if_error(*api, initialize(&args), "PJRT_Plugin_Initialize");
+  std::atexit(&Plugin::mark_process_exiting);
 
   registry().emplace(key, loaded);
   return loaded;

@@ -61,6 +61,15 @@ class Plugin {
   static std::shared_ptr<Plugin> load(const std::string& plugin,
                                       const std::vector<std::string>& search_dirs = {});
 
+  // True once the process has begun to exit: the plugins' static state may be torn down before
+  // ours (a plugin is loaded after this library), so handles still alive then are left to the
+  // operating system instead of destroyed through the plugin.
+  static bool process_exiting();
+  // Says the process is exiting: called at load through std::atexit (which runs before the
+  // static destructors of what the plugin creates at load), and by the Python module at
+  // interpreter exit, before anything is torn down (the plugin creates statics lazily too).
+  static void mark_process_exiting();
+
   const std::string& name() const { return name_; }
   const std::string& path() const { return path_; }
   ApiVersionNumber version() const { return version_; }

@@ -110,12 +110,19 @@ class _DeviceProperties(NamedTuple):
 
 
 def get_device_name(device: _DeviceLike = None) -> str:
-    return _C._device_name(_device_index(device))
+    """The host runtime's chip name, or on the PJRT runtime the plugin's device, e.g.
+    ``"PJRT cpu device (plugin 'cpu', PJRT C API 0.106)"``."""
+    index = _device_index(device)
+    info = _C._pjrt_runtime_info()
+    if info is None:
+        return _C._device_name(index)
+    return (f"PJRT {info['platform']} device (plugin '{info['plugin']}', "
+            f"PJRT C API {info['api_version']})")
 
 
 def get_device_properties(device: _DeviceLike = None) -> _DeviceProperties:
     index = _device_index(device)
-    return _DeviceProperties(_C._device_name(index), _C._device_capacity(index))
+    return _DeviceProperties(get_device_name(index), _C._device_capacity(index))
 
 
 def get_device_capability(device: _DeviceLike = None) -> tuple:

@@ -17,7 +17,7 @@ ir::DType scalar_dtype(ir::ScalarValue::Kind kind) {
     case ir::ScalarValue::Kind::kDouble: return ir::DType::kFloat64;
     case ir::ScalarValue::Kind::kComplex: break;
   }
-  throw std::invalid_argument("not supported yet: complex Scalar arguments in a StableHLO lowering");
+  throw NotSupported("not supported yet: complex Scalar arguments in a StableHLO lowering");
 }
 
 }  // namespace
@@ -37,13 +37,15 @@ Tensor OpContext::tensor(size_t index) {
   return read_(static_cast<ir::ValueId>(argument.integer));
 }
 
-ir::DType OpContext::tensor_dtype(size_t index) const {
+const ir::TensorType& OpContext::tensor_type(size_t index) const {
   const ir::Argument& argument = arg(index);
   if (argument.kind != ir::Argument::Kind::kTensor) {
     refuse("argument " + std::to_string(index) + " is not a tensor");
   }
-  return program_.values[static_cast<size_t>(argument.integer)].type.dtype;
+  return program_.values[static_cast<size_t>(argument.integer)].type;
 }
+
+ir::DType OpContext::tensor_dtype(size_t index) const { return tensor_type(index).dtype; }
 
 Tensor OpContext::scalar(size_t index) const {
   size_t position = 0;
@@ -75,7 +77,7 @@ bool OpContext::writes_an_argument() const {
 }
 
 void OpContext::refuse(const std::string& what) const {
-  throw std::invalid_argument("not supported yet: " + node_.op + ": " + what);
+  throw NotSupported("not supported yet: " + node_.op + ": " + what);
 }
 
 // ---- the program ----
@@ -106,11 +108,9 @@ LoweredProgram lower_program(const ir::Program& program) {
   std::vector<std::optional<Tensor>> current(storage_count);
   for (size_t s = 0; s < storage_count; ++s) {
     const ir::Storage& storage = program.storages[s];
-    if (storage.on_host) {
-      throw std::invalid_argument("not supported yet: host storage s" + std::to_string(s) +
-                                  " (a CPU tensor or wrapped number) in a StableHLO lowering");
-    }
-    if (storage.external && accessed[s]) {
+    // A host storage (a CPU tensor or wrapped number) is a parameter like a device one: its
+    // bytes are uploaded when the program runs.
+    if ((storage.external || storage.on_host) && accessed[s]) {
       current[s] = builder.parameter(ir::DType::kUInt8, {storage.bytes});
       lowered.parameter_storages.push_back(static_cast<ir::StorageId>(s));
     }
@@ -120,7 +120,7 @@ LoweredProgram lower_program(const ir::Program& program) {
   for (size_t n = 0; n < program.nodes.size(); ++n) {
     for (const ir::Argument& arg : program.nodes[n].args) {
       if (arg.kind == ir::Argument::Kind::kScalarList) {
-        throw std::invalid_argument("not supported yet: Scalar lists (" + program.nodes[n].op +
+        throw NotSupported("not supported yet: Scalar lists (" + program.nodes[n].op +
                                     ") in a StableHLO lowering");
       }
       if (arg.kind != ir::Argument::Kind::kScalar) continue;
@@ -149,7 +149,7 @@ LoweredProgram lower_program(const ir::Program& program) {
     if (!writes) continue;
     const OpLowering lowering = find_lowering(node.op);
     if (lowering == nullptr) {
-      throw std::invalid_argument("not supported yet: no StableHLO lowering for " + node.op);
+      throw NotSupported("not supported yet: no StableHLO lowering for " + node.op);
     }
     OpContext context(builder, program, node, node_scalars[n], read);
     const std::vector<Tensor> results = lowering(context);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "executors/executor.h"
 #include "ir/program.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -23,7 +24,7 @@ struct LoweredProgram {
   std::vector<ir::StorageId> result_storages;
 };
 
-// Throws std::invalid_argument whose message starts with "not supported yet: " for what the
+// Throws executors::NotSupported whose message starts with "not supported yet: " for what the
 // lowering cannot express: "not supported yet: no StableHLO lowering for <op>" for an op
 // without one (the engine falls back to host kernels), or naming the op and the reason.
 LoweredProgram lower_program(const ir::Program& program);

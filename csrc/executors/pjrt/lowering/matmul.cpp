@@ -7,10 +7,17 @@ namespace {
 
 using ir::DType;
 
-std::vector<Tensor> dot(OpContext& context, const std::vector<int64_t>& batch,
-                        int64_t lhs_contracting, int64_t rhs_contracting) {
+DType compute_dtype(DType out) {
+  return out == DType::kBFloat16 || out == DType::kFloat16 ? DType::kFloat32 : out;
+}
+
+// The product of tensor arguments `lhs` and `rhs` (each of the output's dtype), in the
+// computation dtype (f32 for half precision), shaped as the output.
+Tensor product(OpContext& context, size_t lhs_index, size_t rhs_index,
+               const std::vector<int64_t>& batch, int64_t lhs_contracting,
+               int64_t rhs_contracting) {
   const ir::TensorType& out = context.return_type(0);
-  for (size_t i = 0; i < 2; ++i) {
+  for (const size_t i : {lhs_index, rhs_index}) {
     if (context.tensor_dtype(i) != out.dtype) {
       context.refuse("operands of dtype " + ir::dtype_name(context.tensor_dtype(i)) +
                      " for an output of dtype " + ir::dtype_name(out.dtype));
@@ -18,10 +25,9 @@ std::vector<Tensor> dot(OpContext& context, const std::vector<int64_t>& batch,
   }
   if (out.dtype == DType::kBool) context.refuse("bool matrix product");
   FunctionBuilder& builder = context.builder();
-  const bool half = out.dtype == DType::kBFloat16 || out.dtype == DType::kFloat16;
-  const DType compute = half ? DType::kFloat32 : out.dtype;
-  const Tensor lhs = builder.convert(context.tensor(0), compute);
-  const Tensor rhs = builder.convert(context.tensor(1), compute);
+  const DType compute = compute_dtype(out.dtype);
+  const Tensor lhs = builder.convert(context.tensor(lhs_index), compute);
+  const Tensor rhs = builder.convert(context.tensor(rhs_index), compute);
   const std::string numbers =
       "dot_dimension_numbers = #stablehlo.dot<" +
       (batch.empty() ? std::string()
@@ -29,13 +35,40 @@ std::vector<Tensor> dot(OpContext& context, const std::vector<int64_t>& batch,
                            ", rhs_batching_dimensions = " + index_list(batch) + ", ") +
       "lhs_contracting_dimensions = " + index_list({lhs_contracting}) +
       ", rhs_contracting_dimensions = " + index_list({rhs_contracting}) + ">";
-  const Tensor product = builder.op("stablehlo.dot_general", {lhs, rhs}, compute, out.sizes, numbers);
-  return {builder.convert(product, out.dtype)};
+  return builder.op("stablehlo.dot_general", {lhs, rhs}, compute, out.sizes, numbers);
 }
 
 }  // namespace
 
-std::vector<Tensor> lower_mm(OpContext& context) { return dot(context, {}, 1, 0); }
-std::vector<Tensor> lower_bmm(OpContext& context) { return dot(context, {0}, 2, 1); }
+std::vector<Tensor> lower_mm(OpContext& context) {
+  return {context.builder().convert(product(context, 0, 1, {}, 1, 0), context.return_type(0).dtype)};
+}
+
+std::vector<Tensor> lower_bmm(OpContext& context) {
+  return {context.builder().convert(product(context, 0, 1, {0}, 2, 1), context.return_type(0).dtype)};
+}
+
+// addmm(self, mat1, mat2, *, beta, alpha) = beta * self + alpha * (mat1 @ mat2), beta and alpha
+// run-time Scalars. As PyTorch, beta == 0 ignores self (its NaNs too).
+std::vector<Tensor> lower_addmm(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  if (context.tensor_dtype(0) != out.dtype) context.refuse("self of another dtype than the output");
+  FunctionBuilder& builder = context.builder();
+  const Tensor mm = product(context, 1, 2, {}, 1, 0);
+  const DType compute = mm.dtype;
+  const auto scalar = [&](size_t index) {
+    return builder.broadcast_to(builder.convert(context.scalar(index), compute), out.sizes);
+  };
+  const Tensor beta = scalar(3);
+  const Tensor self = builder.broadcast_to(builder.convert(context.tensor(0), compute), out.sizes);
+  const Tensor zero = builder.zeros(compute, out.sizes);
+  const Tensor beta_is_zero = builder.op("stablehlo.compare", {beta, zero}, DType::kBool, out.sizes,
+                                         "comparison_direction = #stablehlo<comparison_direction EQ>");
+  const Tensor scaled_self = builder.op("stablehlo.select",
+                                        {beta_is_zero, zero, builder.binary("stablehlo.multiply", beta, self)},
+                                        compute, out.sizes);
+  const Tensor scaled_mm = builder.binary("stablehlo.multiply", scalar(4), mm);
+  return {builder.convert(builder.binary("stablehlo.add", scaled_self, scaled_mm), out.dtype)};
+}
 
 }  // namespace torch_tpu::executors::pjrt::lowering

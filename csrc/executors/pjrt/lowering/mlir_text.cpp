@@ -43,7 +43,7 @@ std::string element_type(ir::DType dtype) {
     case DType::kFloat64: return "f64";
     case DType::kBFloat16: return "bf16";
     default:
-      throw std::invalid_argument("not supported yet: dtype " + ir::dtype_name(dtype) +
+      throw NotSupported("not supported yet: dtype " + ir::dtype_name(dtype) +
                                   " in a StableHLO lowering");
   }
 }

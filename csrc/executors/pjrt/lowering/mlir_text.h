@@ -9,12 +9,13 @@
 #include <string>
 #include <vector>
 
+#include "executors/executor.h"
 #include "ir/dtype.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
 
 // The MLIR element type of `dtype` ("f32", "i64", "i1" for bool, "ui8", "bf16", ...). Throws
-// std::invalid_argument "not supported yet: ..." for complex, quantized and float8 types.
+// executors::NotSupported "not supported yet: ..." for complex, quantized and float8 types.
 std::string element_type(ir::DType dtype);
 // "tensor<3x4xf32>", "tensor<f32>" for rank 0.
 std::string tensor_type(ir::DType dtype, const std::vector<int64_t>& shape);

@@ -32,7 +32,8 @@ class OpContext {
   const ir::Argument& arg(size_t index) const;
   // The value of tensor argument `index` as of this node (program order).
   Tensor tensor(size_t index);
-  // The dtype of tensor argument `index`, without reading it.
+  // The layout and dtype of tensor argument `index`, without reading it.
+  const ir::TensorType& tensor_type(size_t index) const;
   ir::DType tensor_dtype(size_t index) const;
   // The 0-d module parameter of kScalar argument `index` (a run-time operand).
   Tensor scalar(size_t index) const;
@@ -40,7 +41,7 @@ class OpContext {
   const ir::TensorType& return_type(size_t index) const;
   // True for an out= or in-place variant: its output's dtype is not derived from its inputs.
   bool writes_an_argument() const;
-  // Throws std::invalid_argument "not supported yet: <op>: <what>".
+  // Throws executors::NotSupported "not supported yet: <op>: <what>".
   [[noreturn]] void refuse(const std::string& what) const;
 
  private:
@@ -58,6 +59,11 @@ using OpLowering = std::vector<Tensor> (*)(OpContext& context);
 OpLowering find_lowering(const std::string& op);
 // Every op with a lowering, sorted (for documentation and tests).
 std::vector<std::string> lowered_ops();
+
+// Shared by the families: the sum of `x` over `dims` (sorted, unique), in x's dtype, whose
+// result has the sizes `kept` (x's other dimensions). reduction.cpp.
+Tensor reduce_sum(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& kept);
 
 // Families (registry.cpp maps schema names to these).
 std::vector<Tensor> lower_add(OpContext& context);        // add.Tensor/.Scalar/.out/_.Tensor
@@ -84,6 +90,10 @@ std::vector<Tensor> lower_ge(OpContext& context);
 std::vector<Tensor> lower_where(OpContext& context);      // where.self
 std::vector<Tensor> lower_mm(OpContext& context);         // mm, mm.out
 std::vector<Tensor> lower_bmm(OpContext& context);        // bmm, bmm.out
+std::vector<Tensor> lower_addmm(OpContext& context);      // addmm, addmm.out
+std::vector<Tensor> lower_threshold_backward(OpContext& context);
+std::vector<Tensor> lower_mse_loss(OpContext& context);   // mse_loss (+ .out)
+std::vector<Tensor> lower_mse_loss_backward(OpContext& context);
 std::vector<Tensor> lower_sum_dims(OpContext& context);   // sum.dim_IntList, sum.IntList_out
 std::vector<Tensor> lower_sum(OpContext& context);        // sum (all elements)
 std::vector<Tensor> lower_mean_dims(OpContext& context);  // mean.dim, mean.out

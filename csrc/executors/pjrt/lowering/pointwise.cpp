@@ -1,7 +1,7 @@
 // Pointwise ops: inputs are converted to the output's dtype and broadcast to its shape (for a
 // functional op PyTorch's output dtype is the computation dtype, so this is its semantics).
-// out= and in-place variants whose inputs have another dtype than the output are refused: there
-// PyTorch computes in the inputs' promoted dtype and casts, which we do not model yet.
+// out= and in-place variants compute in the inputs' promoted dtype and cast to the output's: we
+// lower those whose promoted dtype is the output's (see promotes_to_output) and refuse the rest.
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -9,13 +9,46 @@ namespace {
 
 using ir::DType;
 
+// PyTorch's type-promotion categories, lowest first.
+int category(DType dtype) {
+  switch (dtype) {
+    case DType::kBool:
+      return 0;
+    case DType::kFloat16:
+    case DType::kBFloat16:
+    case DType::kFloat32:
+    case DType::kFloat64:
+      return 2;
+    default:
+      return 1;  // integral (complex is refused by the element types)
+  }
+}
+
+// Whether an out= or in-place variant's input `index`, of another dtype than the output, still
+// promotes to the output's dtype: it is 0-d (a wrapped number, `x.add_(1)`) of no higher
+// category, and a dimensioned tensor input has the output's dtype. Dimensioned tensors decide
+// the result type within a category, so the computation dtype is the output's.
+bool promotes_to_output(OpContext& context, size_t index, DType out) {
+  if (!context.tensor_type(index).sizes.empty() ||
+      category(context.tensor_dtype(index)) > category(out)) {
+    return false;
+  }
+  for (size_t other = 0; other < context.node().args.size(); ++other) {
+    if (other == index || context.arg(other).kind != ir::Argument::Kind::kTensor) continue;
+    const ir::TensorType& type = context.tensor_type(other);
+    if (!type.sizes.empty() && type.dtype == out) return true;
+  }
+  return false;
+}
+
 // Tensor or Scalar argument `index` as a tensor of the output's dtype and shape.
 Tensor operand(OpContext& context, size_t index, const ir::TensorType& out) {
   FunctionBuilder& builder = context.builder();
   const ir::Argument& arg = context.arg(index);
   Tensor value;
   if (arg.kind == ir::Argument::Kind::kTensor) {
-    if (context.writes_an_argument() && context.tensor_dtype(index) != out.dtype) {
+    if (context.writes_an_argument() && context.tensor_dtype(index) != out.dtype &&
+        !promotes_to_output(context, index, out.dtype)) {
       context.refuse("an input of dtype " + ir::dtype_name(context.tensor_dtype(index)) +
                      " written to an output of dtype " + ir::dtype_name(out.dtype));
     }

@@ -35,18 +35,7 @@ Tensor sum_over(OpContext& context, std::vector<int64_t> dims, bool all, bool me
   for (int64_t d = 0; d < rank; ++d) {
     if (!std::binary_search(dims.begin(), dims.end(), d)) kept.push_back(x.shape[static_cast<size_t>(d)]);
   }
-  Tensor total = x;
-  if (!dims.empty()) {
-    const Tensor a = builder.region_argument(compute);
-    const Tensor b = builder.region_argument(compute);
-    const std::string sum = builder.next_name();
-    const std::string scalar = tensor_type(compute, {});
-    const std::string region = "      " + sum + " = \"stablehlo.add\"(" + a.name + ", " + b.name +
-                               ") : (" + scalar + ", " + scalar + ") -> " + scalar + "\n" +
-                               "      \"stablehlo.return\"(" + sum + ") : (" + scalar + ") -> ()\n";
-    total = builder.op_with_region("stablehlo.reduce", {x, builder.zeros(compute, {})}, compute,
-                                   kept, "dimensions = " + i64_array(dims), {a, b}, region);
-  }
+  Tensor total = dims.empty() ? x : reduce_sum(builder, x, dims, kept);
   if (mean) {
     if (compute != DType::kFloat32 && compute != DType::kFloat64) context.refuse("mean of an integer dtype");
     int64_t count = 1;
@@ -59,6 +48,19 @@ Tensor sum_over(OpContext& context, std::vector<int64_t> dims, bool all, bool me
 }
 
 }  // namespace
+
+Tensor reduce_sum(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& kept) {
+  const Tensor a = builder.region_argument(x.dtype);
+  const Tensor b = builder.region_argument(x.dtype);
+  const std::string sum = builder.next_name();
+  const std::string scalar = tensor_type(x.dtype, {});
+  const std::string region = "      " + sum + " = \"stablehlo.add\"(" + a.name + ", " + b.name +
+                             ") : (" + scalar + ", " + scalar + ") -> " + scalar + "\n" +
+                             "      \"stablehlo.return\"(" + sum + ") : (" + scalar + ") -> ()\n";
+  return builder.op_with_region("stablehlo.reduce", {x, builder.zeros(x.dtype, {})}, x.dtype, kept,
+                                "dimensions = " + i64_array(dims), {a, b}, region);
+}
 
 std::vector<Tensor> lower_sum_dims(OpContext& context) {
   const ir::Argument& dim = context.arg(1);

@@ -107,7 +107,7 @@ Tensor write_value(FunctionBuilder& builder, const std::optional<Tensor>& before
   if (type.numel() == 0) return storage_before();
   for (size_t d = 0; d < type.sizes.size(); ++d) {
     if (type.sizes[d] > 1 && type.strides[d] == 0) {
-      throw std::invalid_argument("not supported yet: a write into the overlapping layout " +
+      throw NotSupported("not supported yet: a write into the overlapping layout " +
                                   ir::to_text(type));
     }
   }

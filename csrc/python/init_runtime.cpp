@@ -1,0 +1,83 @@
+// Runtime selection behind torch_tpu.set_runtime / TORCH_TPU_RUNTIME (python/torch_tpu/_runtime.py):
+// the host runtime's executor is installed at import; selecting PJRT, before the first tpu
+// tensor, installs a PJRT executor on the named plugin in its place.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <c10/util/Exception.h>
+
+#include "engine/active_executor.h"
+#include "engine/deferral.h"
+#include "engine/launch.h"
+#include "engine/metrics.h"
+#include "engine/mode.h"
+#include "executors/pjrt/pjrt_executor.h"
+#include "runtime/chip.h"
+
+namespace torch_tpu::python {
+
+namespace py = pybind11;
+
+namespace {
+
+// The PJRT executor once selected. Never destroyed: plugins keep threads and static state
+// that must outlive the interpreter's teardown (executors/pjrt/plugin.h).
+executors::pjrt::PjrtExecutor* g_pjrt = nullptr;
+
+py::dict describe(const executors::pjrt::PjrtExecutor& executor) {
+  const executors::pjrt::Client& client = executor.client();
+  const executors::pjrt::Plugin& plugin = client.plugin();
+  py::dict attributes;
+  for (const auto& [name, value] : plugin.attributes()) attributes[py::str(name)] = value;
+  py::dict info;
+  info["executor"] = executor.name();
+  info["plugin"] = plugin.name();
+  info["plugin_path"] = plugin.path();
+  info["api_version"] = plugin.version().to_string();
+  info["platform"] = client.platform_name();
+  info["platform_version"] = client.platform_version();
+  info["devices"] = client.devices().size();
+  info["plugin_attributes"] = attributes;
+  return info;
+}
+
+void select_pjrt(const std::string& plugin, const std::vector<std::string>& search_dirs) {
+  TORCH_CHECK(g_pjrt == nullptr, "the PJRT runtime is already selected");
+  runtime::Runtime& runtime = runtime::Runtime::instance();
+  TORCH_CHECK(runtime.chip_count() == 1,
+              "not supported yet: the PJRT runtime drives one tpu device; TORCH_TPU_HOST_CHIPS "
+              "asks for ", runtime.chip_count());
+  // Tensors made so far live in the host runtime's chip memory, which PJRT programs cannot
+  // read: the runtime is chosen before the first tpu tensor.
+  TORCH_CHECK(engine::metrics_snapshot().ops_launched == 0 &&
+                  runtime.chip(0).allocator().stats().allocation[runtime::kAllPools].allocated == 0,
+              "torch_tpu.set_runtime must be called before the first tpu tensor is made (or set "
+              "TORCH_TPU_RUNTIME before starting Python)");
+  const size_t capacity = runtime.chip(0).memory().capacity();
+  auto executor = engine::translate_errors(
+      [&] { return executors::pjrt::PjrtExecutor::create(plugin, search_dirs, capacity); });
+  engine::check_mode_runs_on(engine::current_policy(), *executor);
+  g_pjrt = executor.release();
+  engine::set_active_executor(g_pjrt);
+  // Flushes have no program runner: fused mode is refused on this executor.
+  engine::set_program_runner(nullptr);
+}
+
+}  // namespace
+
+void init_runtime(py::module_& m) {
+  m.def("_select_pjrt_runtime", [](const std::string& plugin, const std::vector<std::string>& search_dirs) {
+    select_pjrt(plugin, search_dirs);
+    return describe(*g_pjrt);
+  });
+  // The selected PJRT runtime's description, or None on the host runtime.
+  m.def("_pjrt_runtime_info", []() -> py::object {
+    if (g_pjrt == nullptr) return py::none();
+    return describe(*g_pjrt);
+  });
+  m.def("_executor_name", [] { return engine::active_executor().name(); });
+  // At interpreter exit: PJRT handles still alive from then on are left to the OS.
+  m.def("_pjrt_process_exiting", &executors::pjrt::Plugin::mark_process_exiting);
+}
+
+}  // namespace torch_tpu::python

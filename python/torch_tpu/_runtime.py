@@ -1,0 +1,77 @@
+"""Which runtime the tpu device runs on: the host runtime (software chips on the CPU cores, the
+default) or PJRT (programs lowered to StableHLO and run through a PJRT plugin: the CPU plugin,
+libtpu on a TPU host, the CUDA plugin on a GPU). Chosen once, before the first tpu tensor:
+``TORCH_TPU_RUNTIME=pjrt`` in the environment, or :func:`set_runtime`."""
+
+import atexit
+import os
+import site
+import sys
+
+import torch
+
+from . import _C
+
+RUNTIME_NAMES = ("host", "pjrt")
+_DEFAULT_PLUGIN = "cpu"
+
+
+def _search_dirs() -> list:
+    """Where named plugins' packages are looked for: this interpreter's site-packages."""
+    dirs = [path for path in sys.path if path.endswith("site-packages")]
+    for path in site.getsitepackages() + [site.getusersitepackages()]:
+        if path not in dirs:
+            dirs.append(path)
+    return dirs
+
+
+def set_runtime(name: str, plugin: str = None) -> None:
+    """Selects the runtime: ``"host"`` (the default) or ``"pjrt"``. ``plugin`` names the PJRT
+    plugin: ``"cpu"``, ``"tpu"`` (libtpu), ``"cuda"``, or a path to a plugin library (default:
+    ``TORCH_TPU_PJRT_PLUGIN``, else ``"cpu"``). Call it before the first tpu tensor. The PJRT
+    runtime runs Strict and Debug mode; ops without a StableHLO lowering run on the host's
+    kernels through a device -> host -> device round trip, counted in
+    ``torch_tpu.metrics()["fallbacks"]``."""
+    if name not in RUNTIME_NAMES:
+        raise ValueError(f"unknown tpu runtime {name!r}; expected one of {', '.join(RUNTIME_NAMES)}")
+    if name == get_runtime():
+        return
+    if name == "host":
+        raise RuntimeError("the PJRT runtime is already selected; the runtime is chosen once, "
+                           "before the first tpu tensor")
+    plugin = plugin or os.environ.get("TORCH_TPU_PJRT_PLUGIN") or _DEFAULT_PLUGIN
+    # libtpu otherwise spends minutes looking for a cloud metadata server first.
+    os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+    _C._select_pjrt_runtime(plugin, _search_dirs())
+    atexit.register(_at_exit)
+
+
+def _at_exit():
+    """The plugin's state may be torn down before ours at exit (it creates statics lazily):
+    finish queued work, then leave PJRT handles still alive to the operating system."""
+    try:
+        torch.tpu.synchronize()
+    except Exception:  # noqa: BLE001 (a failed op must not turn exit into an error)
+        pass
+    _C._pjrt_process_exiting()
+
+
+def get_runtime() -> str:
+    """``"host"`` or ``"pjrt"``."""
+    return "host" if _C._pjrt_runtime_info() is None else "pjrt"
+
+
+def runtime_info() -> dict:
+    """``{"runtime": "host"|"pjrt", "executor": ...}``; on PJRT also the plugin (name, path, API
+    version, attributes such as its XLA and StableHLO versions), platform and device count."""
+    info = _C._pjrt_runtime_info()
+    if info is None:
+        return {"runtime": "host", "executor": _C._executor_name()}
+    return {"runtime": "pjrt", **info}
+
+
+def select_from_environment() -> None:
+    """Honours ``TORCH_TPU_RUNTIME`` at import."""
+    name = os.environ.get("TORCH_TPU_RUNTIME", "").strip().lower()
+    if name:
+        set_runtime(name)

@@ -1,0 +1,228 @@
+"""The PJRT runtime (TORCH_TPU_RUNTIME=pjrt) on the CPU plugin: tpu tensors live in PJRT
+buffers, ops with a StableHLO lowering run as PJRT executables, the rest on host kernels through
+a counted device -> host -> device round trip; results equal CPU's. Each test runs a fresh
+interpreter (the runtime is chosen at start-up; a malformed request could abort the plugin's
+process)."""
+
+import json
+
+import pytest
+
+from conftest import run_python, run_python_ok
+
+PJRT = {"TORCH_TPU_RUNTIME": "pjrt"}
+
+
+def run_json(code: str, env: dict | None = None) -> dict:
+    """Runs ``code`` (which prints one JSON line last) on the PJRT runtime; returns it."""
+    out = run_python_ok("import json, torch, torch_tpu\n" + code, env={**PJRT, **(env or {})},
+                        timeout=300)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+def test_runtime_and_plugin_are_reported():
+    result = run_json("""
+info = torch_tpu.runtime_info()
+m = torch_tpu.metrics()
+print(json.dumps({"info": info, "name": torch.tpu.get_device_name(),
+                  "metrics_runtime": m["runtime"]["runtime"],
+                  "executor": m["programs"]["executor"],
+                  "accelerator": str(torch.accelerator.current_accelerator()),
+                  "get_runtime": torch_tpu.get_runtime()}))
+""")
+    info = result["info"]
+    assert info["runtime"] == "pjrt" and info["plugin"] == "cpu"
+    assert info["plugin_path"].endswith("libpjrt_cpu.so")
+    assert info["api_version"] == "0.106"
+    assert result["name"] == "PJRT cpu device (plugin 'cpu', PJRT C API 0.106)"
+    assert result["metrics_runtime"] == "pjrt" and result["get_runtime"] == "pjrt"
+    assert result["executor"] == "pjrt:cpu"
+    assert result["accelerator"] == "tpu"
+
+
+def test_lowered_ops_run_as_pjrt_programs_and_match_cpu():
+    result = run_json("""
+torch.manual_seed(0)
+a, b = torch.randn(6, 8), torch.randn(6, 8)
+x, y = a.to("tpu"), b.to("tpu")
+checks = {}
+def check(name, tpu, cpu):
+    checks[name] = float((tpu.cpu() - cpu).abs().max())
+check("add", x + y, a + b)
+check("scalar_chain", x * 0.5 - 2, a * 0.5 - 2)
+check("mm", x @ y.T, a @ b.T)
+check("relu_where", torch.where(x > 0, torch.relu(y), x), torch.where(a > 0, torch.relu(b), a))
+check("sum_dim", x.sum(dim=1), a.sum(dim=1))
+check("mean", x.mean(dim=0, keepdim=True), a.mean(dim=0, keepdim=True))
+check("exp_tanh", torch.tanh(x).exp(), torch.tanh(a).exp())
+x2, a2 = x.clone(), a.clone()
+x2.add_(1); a2.add_(1)
+x2.mul_(y); a2.mul_(b)
+check("in_place", x2, a2)
+item = (x * y).sum().item()
+m = torch_tpu.metrics()
+print(json.dumps({"checks": checks, "item": item, "item_cpu": float((a * b).sum()),
+                  "fallbacks": m["fallbacks"], "runs": m["programs"]["one_node_runs"],
+                  "compiled": m["programs"]["compiled"]}))
+""")
+    for name, error in result["checks"].items():
+        assert error < 1e-5, (name, error)
+    assert result["item"] == pytest.approx(result["item_cpu"], rel=1e-5)
+    assert result["fallbacks"] == {}, result["fallbacks"]
+    assert result["runs"] >= 15 and result["compiled"] >= 10
+
+
+def test_views_and_in_place_writes_keep_cpu_aliasing():
+    result = run_json("""
+a = torch.arange(24, dtype=torch.float32).reshape(4, 6)
+x = a.to("tpu")
+xv, av = x[1:3, ::2], a[1:3, ::2]      # a strided view, written in place
+xv.mul_(10); av.mul_(10)
+xt, at = x.t(), a.t()                  # a transposed view, read
+s, s_cpu = (xt * 2).contiguous(), (at * 2).contiguous()
+x[0].fill_(-1); a[0].fill_(-1)         # a row written through its view
+y = x.view(-1); y.add_(0.5); a.view(-1).add_(0.5)
+print(json.dumps({"base": float((x.cpu() - a).abs().max()),
+                  "transposed": float((s.cpu() - s_cpu).abs().max()),
+                  "fallbacks": torch_tpu.metrics()["fallbacks"]}))
+""")
+    assert result["base"] == 0.0 and result["transposed"] == 0.0
+    assert result["fallbacks"] == {}, result["fallbacks"]
+
+
+def test_ops_without_a_lowering_round_trip_through_host_kernels_and_are_counted():
+    result = run_json("""
+torch.manual_seed(0)
+a = torch.randn(5, 7)
+x = a.to("tpu")
+checks = {}
+def check(name, tpu, cpu):
+    checks[name] = float((tpu.cpu() - cpu).abs().max())
+check("sort", torch.sort(x, dim=1).values, torch.sort(a, dim=1).values)
+check("nonzero", torch.nonzero(x > 0), torch.nonzero(a > 0))          # data-dependent shape
+check("masked_select", x[x > 0.5], a[a > 0.5])
+xb, ab = x.clone(), a.clone()
+xb[1:4].cumsum_(dim=1); ab[1:4].cumsum_(dim=1)                       # in place, into a view
+check("cumsum_view", xb, ab)
+out = torch.empty(0, device="tpu")
+torch.cumprod(x, dim=0, out=out)                                     # out= resized by the kernel
+check("cumprod_out", out, torch.cumprod(a, dim=0))
+v, i = x.max(dim=1)
+check("max_values", v, a.max(dim=1).values)
+check("max_indices", i, a.max(dim=1).indices)
+m = torch_tpu.metrics()
+print(json.dumps({"checks": checks, "fallbacks": m["fallbacks"],
+                  "reasons": m["fallback_reasons"]}))
+""")
+    for name, error in result["checks"].items():
+        assert error == 0.0, (name, error)
+    fallbacks, reasons = result["fallbacks"], result["reasons"]
+    assert fallbacks.get("aten::sort.stable", 0) >= 1 and fallbacks.get("aten::nonzero", 0) >= 1
+    assert "no StableHLO lowering for aten::sort.stable" in reasons["aten::sort.stable"]
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug"])
+def test_mlp_training_matches_cpu(mode):
+    result = run_json(f"""
+torch_tpu.set_mode("{mode}")
+torch.manual_seed(0)
+cpu_model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 4))
+import copy
+tpu_model = copy.deepcopy(cpu_model).to("tpu")
+data, target = torch.randn(8, 16), torch.randn(8, 4)
+def train(model, device):
+    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    x, t = data.to(device), target.to(device)
+    losses = []
+    for _ in range(5):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(model(x), t)
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+tpu_losses = train(tpu_model, "tpu")
+cpu_losses = train(cpu_model, "cpu")
+weight_error = max(float((p.cpu() - q).abs().max())
+                   for p, q in zip(tpu_model.parameters(), cpu_model.parameters()))
+m = torch_tpu.metrics()
+print(json.dumps({{"tpu": tpu_losses, "cpu": cpu_losses, "weights": weight_error,
+                   "runs": m["programs"]["one_node_runs"], "fallbacks": m["fallbacks"]}}))
+""")
+    assert result["tpu"] == pytest.approx(result["cpu"], rel=1e-4, abs=1e-6)
+    assert result["weights"] < 1e-5
+    assert result["runs"] > 20  # the lowered ops ran as PJRT programs
+
+
+def test_errors_are_clear_python_exceptions():
+    result = run_json("""
+results = {}
+x = torch.randn(3, 4, device="tpu")
+try:
+    x + torch.randn(3, 4)
+except RuntimeError as e:
+    results["device_mismatch"] = str(e)
+try:
+    torch.randn(3, 4, device="tpu") @ torch.randn(5, 6, device="tpu")
+except RuntimeError as e:
+    results["shapes"] = str(e)
+try:
+    torch_tpu.set_mode("fused")
+except RuntimeError as e:
+    results["fused"] = str(e)
+try:
+    torch.empty(1 << 20, device="tpu")
+except torch.OutOfMemoryError as e:
+    results["oom"] = str(e)
+try:
+    torch_tpu.set_runtime("host")
+except RuntimeError as e:
+    results["late_switch"] = str(e)
+print(json.dumps(results))
+""", env={"TORCH_TPU_HBM_BYTES": "1M"})
+    assert "Expected all tensors to be on the same device" in result["device_mismatch"]
+    assert "cannot be multiplied" in result["shapes"]
+    assert "not supported yet: fused mode on the pjrt:cpu executor" in result["fused"]
+    assert "out of memory" in result["oom"].lower()
+    assert "already selected" in result["late_switch"]
+
+
+def test_memory_statistics_follow_pjrt_buffers():
+    result = run_json("""
+before = torch.tpu.memory_allocated()
+x = torch.ones(1000, device="tpu")
+during = torch.tpu.memory_allocated()
+peak = torch.tpu.max_memory_allocated()
+del x
+after = torch.tpu.memory_allocated()
+free, total = torch.tpu.mem_get_info()
+print(json.dumps({"before": before, "during": during, "after": after, "peak": peak,
+                  "total": total, "free": free}))
+""", env={"TORCH_TPU_HBM_BYTES": "64M"})
+    assert result["during"] - result["before"] == 4000
+    assert result["after"] == result["before"] and result["peak"] >= 4000
+    assert result["total"] == 64 << 20 and result["free"] <= result["total"]
+
+
+def test_a_missing_plugin_names_the_path_tried_and_how_to_install():
+    missing = run_python("import torch_tpu",
+                         env={**PJRT, "TORCH_TPU_PJRT_PLUGIN": "/nonexistent/libplugin.so"})
+    assert missing.returncode != 0
+    assert "no file at /nonexistent/libplugin.so" in missing.stderr
+    # libtpu is not installed here: the named plugin's error says how to get it.
+    tpu = run_python("import torch_tpu", env={**PJRT, "TORCH_TPU_PJRT_PLUGIN": "tpu"})
+    assert tpu.returncode != 0
+    assert "pip install libtpu" in tpu.stderr or "No jellyfish device" in tpu.stderr, tpu.stderr
+    assert "Segmentation fault" not in tpu.stderr and "Aborted" not in tpu.stderr
+
+
+def test_the_runtime_is_chosen_before_the_first_tpu_tensor():
+    result = run_python("""
+import torch, torch_tpu
+x = torch.ones(2, device="tpu")
+try:
+    torch_tpu.set_runtime("pjrt")
+except RuntimeError as e:
+    print("refused:", e)
+""")
+    assert "before the first tpu tensor" in result.stdout, result.stderr
