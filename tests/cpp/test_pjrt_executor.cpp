@@ -285,3 +285,43 @@ TEST_F(PjrtExecutorTest, ReadsAnExpandedViewAndAnOffsetSlice) {
   executor_->run(executor_->compile(slice), bind({in, small}), stream_);
   EXPECT_EQ(download<float>(small, 4), (std::vector<float>{-2, -3, -5, -6}));
 }
+
+// A wrapped number (`x * 2.5`) is a host storage: bound by its host address, uploaded at run().
+TEST_F(PjrtExecutorTest, HostStorageIsARunTimeOperand) {
+  Program program = binary_program("aten::mul.Tensor", row_major(DType::kFloat32, {8}),
+                                   row_major(DType::kFloat64, {}), row_major(DType::kFloat32, {8}));
+  program.storages[1].on_host = true;
+  const auto executable = executor_->compile(program);
+  const std::vector<float> x = iota_floats(8, -2.0f, 0.5f);
+  const runtime::DeviceAddress sx = upload(x);
+  const runtime::DeviceAddress sy = executor_->allocate(0, 8 * sizeof(float), 0);
+  for (const double expected : {2.5, -1.0}) {
+    double factor = expected;
+    executor_->run(executable, bind({sx, reinterpret_cast<runtime::DeviceAddress>(&factor), sy}),
+                   stream_);
+    factor = 1e9;  // run() has taken its bytes already
+    const std::vector<float> y = download<float>(sy, 8);
+    for (size_t i = 0; i < 8; ++i) {
+      EXPECT_FLOAT_EQ(y[i], x[i] * static_cast<float>(expected)) << "factor " << expected;
+    }
+  }
+}
+
+TEST_F(PjrtExecutorTest, CapacityBoundsAllocationsAndStatisticsFollowThem) {
+  auto bounded = PjrtExecutor::create("cpu", torch_tpu::executors::pjrt::testing::search_dirs(), 1000);
+  const runtime::DeviceAddress a = bounded->allocate(0, 600, 0);
+  EXPECT_THROW(bounded->allocate(0, 600, 0), runtime::OutOfMemoryError);
+  runtime::MemoryStats stats = bounded->memory_stats(0);
+  EXPECT_EQ(stats.allocated_bytes[runtime::kAllPools].current, 600);
+  EXPECT_EQ(stats.num_ooms, 1);
+  bounded->free(0, a);
+  const runtime::DeviceAddress b = bounded->allocate(0, 900, 0);
+  stats = bounded->memory_stats(0);
+  EXPECT_EQ(stats.allocated_bytes[runtime::kAllPools].current, 900);
+  EXPECT_EQ(stats.allocated_bytes[runtime::kAllPools].peak, 900);
+  EXPECT_EQ(stats.allocation[runtime::kAllPools].allocated, 2);
+  bounded->reset_memory_stats(0, executors::Executor::StatsReset::kAccumulated);
+  EXPECT_EQ(bounded->memory_stats(0).num_ooms, 0);
+  EXPECT_EQ(bounded->memory_capacity(0), 1000u);
+  bounded->free(0, b);
+}
