@@ -11,7 +11,7 @@ export CCACHE_DIR ?= $(HOME)/.cache/ccache
 
 .PHONY: setup build demo test test-cpp test-python bench conformance clean
 
-$(SETUP_STAMP): scripts/setup.sh
+$(SETUP_STAMP): scripts/setup.sh scripts/pjrt_plugins.txt
 	bash scripts/setup.sh
 	touch $@
 

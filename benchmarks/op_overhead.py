@@ -1,7 +1,8 @@
 """Host overhead per op on small tensors: tpu (Strict) vs PyTorch CPU eager, same run.
 
 For each op, runs it N times on tiny inputs and reports microseconds per op (tpu time includes
-the final synchronize). Prints a table and writes benchmarks/results/op_overhead.json.
+the final synchronize). Prints a table and writes benchmarks/results/op_overhead.json. Runs on
+the runtime TORCH_TPU_RUNTIME selects (benchmarks/pjrt_op_overhead.py runs it on both).
 Target (issue #2): geometric-mean ratio tpu/cpu <= 1.5.
 """
 
@@ -13,7 +14,7 @@ import time
 
 import torch
 
-import torch_tpu  # noqa: F401  (registers tpu)
+import torch_tpu
 
 OPS = {
     "add": lambda a, b: a + b,
@@ -45,6 +46,8 @@ def time_op(fn, a, b, iterations, sync):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--iterations", type=int, default=2000)
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "results",
+                                                      "op_overhead.json"))
     args = parser.parse_args()
     torch.manual_seed(0)
     a_cpu, b_cpu = torch.randn(8, 8), torch.randn(8, 8)
@@ -58,9 +61,10 @@ def main():
         print(f"{name:<16}{cpu:>12.2f}{tpu:>12.2f}{tpu / cpu:>9.2f}")
     geomean = math.exp(sum(math.log(r["ratio"]) for r in rows) / len(rows))
     print(f"{'geomean ratio':<40}{geomean:>9.2f}   (target <= 1.5)")
-    os.makedirs(os.path.join(os.path.dirname(__file__), "results"), exist_ok=True)
-    with open(os.path.join(os.path.dirname(__file__), "results", "op_overhead.json"), "w") as f:
-        json.dump({"rows": rows, "geomean_ratio": geomean}, f, indent=2)
+    os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
+    with open(args.out, "w") as f:
+        json.dump({"rows": rows, "geomean_ratio": geomean, "runtime": torch_tpu.get_runtime(),
+                   "fallbacks": torch_tpu.metrics()["fallbacks"]}, f, indent=2)
 
 
 if __name__ == "__main__":

@@ -11,10 +11,12 @@ REPORTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "reports"))
 
 def sweep_arguments(description: str, items_flag: str, items_help: str,
                     timeout: float) -> argparse.Namespace:
-    """Parses --mode, --tier, the item list flag (overriding --tier), --timeout and --check;
-    the item list is returned as args.items (None when not given)."""
+    """Parses --mode, --runtime, --tier, the item list flag (overriding --tier), --timeout and
+    --check; the item list is returned as args.items (None when not given)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--mode", default="strict", choices=["strict", "debug", "fused"])
+    parser.add_argument("--runtime", default="host", choices=["host", "pjrt"],
+                        help="pjrt: TORCH_TPU_RUNTIME=pjrt on the CPU plugin")
     parser.add_argument("--tier", default="full", choices=["full", "fast"])
     parser.add_argument(items_flag, dest="items", help=f"comma-separated {items_help} "
                         "(overrides --tier)")
@@ -26,15 +28,17 @@ def sweep_arguments(description: str, items_flag: str, items_help: str,
     return args
 
 
-def report_name(sweep: str, mode: str) -> str:
-    """"opinfo" for Strict, "opinfo_debug" for Debug, ..."""
-    return sweep if mode == "strict" else f"{sweep}_{mode}"
+def report_name(sweep: str, mode: str, runtime: str = "host") -> str:
+    """"opinfo" for Strict, "opinfo_debug" for Debug, ...; "opinfo_pjrt", "opinfo_pjrt_debug"
+    ... on the PJRT runtime."""
+    base = sweep if runtime == "host" else f"{sweep}_{runtime}"
+    return base if mode == "strict" else f"{base}_{mode}"
 
 
-def baseline_name(sweep: str, mode: str) -> str:
+def baseline_name(sweep: str, mode: str, runtime: str = "host") -> str:
     """The committed report --check compares with: the mode's own, except that fused mode must
     pass everything Strict passes (fusion may not change what works)."""
-    return report_name(sweep, "strict" if mode == "fused" else mode)
+    return report_name(sweep, "strict" if mode == "fused" else mode, runtime)
 
 
 def report_dir(args: argparse.Namespace, sweep: str) -> str:

@@ -90,8 +90,10 @@ def emit(event: dict) -> None:
     print(json.dumps(event), flush=True)
 
 
-def child_env(mode: str) -> dict[str, str]:
-    """The environment for children: ours without TORCH_TPU_*/TPU_* settings, plus `mode`."""
+def child_env(mode: str, runtime: str = "host") -> dict[str, str]:
+    """The environment for children: ours without TORCH_TPU_*/TPU_* settings, plus `mode` and
+    `runtime`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TPU_", "TPU_"))}
     env["TORCH_TPU_MODE"] = mode
+    env["TORCH_TPU_RUNTIME"] = runtime
     return env

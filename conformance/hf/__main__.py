@@ -53,15 +53,15 @@ def main():
             bar.update(1)
         # An 8 GiB chip and a memory ceiling: a model that tries to allocate the machine fails
         # in its own child, with an error, instead of calling the OOM killer.
-        env = {**child_env(args.mode), "TORCH_TPU_HBM_BYTES": "8G"}
+        env = {**child_env(args.mode, args.runtime), "TORCH_TPU_HBM_BYTES": "8G"}
         run_isolated("conformance.hf.worker", models, env, args.timeout, on_result,
                      memory_limit=20 << 30, items_per_child=40)
 
-    name = report_name("hf", args.mode)
+    name = report_name("hf", args.mode, args.runtime)
     if args.check:
-        sys.exit(check_against(records, os.path.join(REPORTS, f"{baseline_name('hf', args.mode)}.json")))
+        sys.exit(check_against(records, os.path.join(REPORTS, f"{baseline_name('hf', args.mode, args.runtime)}.json")))
     out_dir = report_dir(args, "hf")
-    meta = {"mode": args.mode, "transformers": transformers.__version__,
+    meta = {"mode": args.mode, "runtime": args.runtime, "transformers": transformers.__version__,
             "seconds": time.monotonic() - started, "python": platform.python_version()}
     summary = write(records, meta, os.path.join(out_dir, f"{name}.json"),
                     os.path.join(out_dir, f"{name}.md"))

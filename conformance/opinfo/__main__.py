@@ -1,6 +1,7 @@
 """Runs the OpInfo sweep and writes conformance/reports/opinfo.{md,json}.
 
-    python -m conformance.opinfo [--mode strict|debug|fused] [--tier full|fast] [--ops a,b]
+    python -m conformance.opinfo [--mode strict|debug|fused] [--runtime host|pjrt] [--tier full|fast]
+                                [--ops a,b]
 
 Ops run in child processes (conformance/isolated.py) so that a crash or a hang is recorded
 against the op that caused it and the sweep goes on in a fresh child. `--check`
@@ -54,14 +55,14 @@ def main():
             records.extend(results if results is not None else [crash_record(op, failure)])
             bar.set_postfix_str(op[:30])
             bar.update(1)
-        run_isolated("conformance.opinfo.worker", op_ids, child_env(args.mode), args.timeout,
+        run_isolated("conformance.opinfo.worker", op_ids, child_env(args.mode, args.runtime), args.timeout,
                      on_result)
 
-    name = report_name("opinfo", args.mode)
+    name = report_name("opinfo", args.mode, args.runtime)
     if args.check:
-        sys.exit(check_against(records, os.path.join(REPORTS, f"{baseline_name('opinfo', args.mode)}.json")))
+        sys.exit(check_against(records, os.path.join(REPORTS, f"{baseline_name('opinfo', args.mode, args.runtime)}.json")))
     out_dir = report_dir(args, "opinfo")
-    meta = {"mode": args.mode, "torch": torch.__version__, "ops": len(op_ids),
+    meta = {"mode": args.mode, "runtime": args.runtime, "torch": torch.__version__, "ops": len(op_ids),
             "seconds": time.monotonic() - started, "python": platform.python_version()}
     summary = write(records, meta, os.path.join(out_dir, f"{name}.json"),
                     os.path.join(out_dir, f"{name}.md"))

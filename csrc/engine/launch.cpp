@@ -73,6 +73,12 @@ void sync_stream(runtime::Stream& stream, const char* reason) {
   translate_errors([&] { blocking_wait([&] { synchronize_stream(stream, reason); }); });
 }
 
+runtime::Stream& current_stream_flushed(int device, const char* reason) {
+  runtime::Stream& stream = current_stream(device);
+  flush(stream, reason);
+  return stream;
+}
+
 void sync_current_stream(int device, const char* reason) {
   sync_stream(current_stream(device), reason);
 }

@@ -57,6 +57,9 @@ void blocking_wait(const std::function<void()>& wait);
 
 // Host waits, counted by reason in metrics. Each raises the first kept async error.
 void sync_stream(runtime::Stream& stream, const char* reason);
+// The current stream of `device`, its pending ops (fused mode) flushed first, saying `reason`:
+// for work an executor queues on it directly (copies), which must follow them.
+runtime::Stream& current_stream_flushed(int device, const char* reason);
 void sync_current_stream(int device, const char* reason);
 void sync_device(int device, const char* reason);
 

@@ -6,7 +6,6 @@
 
 #include <c10/util/Exception.h>
 
-#include "engine/active_executor.h"
 #include "engine/modes/debug_mode.h"
 #include "engine/modes/fused_mode.h"
 #include "engine/modes/strict_mode.h"
@@ -73,16 +72,9 @@ const ModePolicy& current_policy() { return *policy_slot().load(std::memory_orde
 
 void set_mode(const std::string& name) {
   const ModePolicy& policy = parse_mode(name);
-  check_mode_runs_on(policy, active_executor());
   policy_slot().store(&policy);
 }
 
-void check_mode_runs_on(const ModePolicy& policy, const executors::Executor& executor) {
-  // Fused programs are planned from their ops' host work (executors/host/program_run.h).
-  TORCH_CHECK(!policy.defers_ops() || executor.buffers_are_host_memory(),
-              "not supported yet: ", policy.name(), " mode on the ", executor.name(),
-              " executor (TORCH_TPU_RUNTIME=pjrt runs Strict and Debug mode)");
-}
 
 std::vector<std::string> mode_names() {
   std::vector<std::string> names;

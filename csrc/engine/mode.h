@@ -9,8 +9,6 @@
 #include <string>
 #include <vector>
 
-#include "executors/executor.h"
-
 namespace torch_tpu::engine {
 
 class ModePolicy {
@@ -49,9 +47,6 @@ const ModePolicy& current_policy();
 // accepted names otherwise. Callers synchronize the chips first (pending work belongs to the
 // old mode).
 void set_mode(const std::string& name);
-// Raises a c10::Error when `executor` cannot run `policy`'s programs (fused mode needs
-// host-addressable buffers).
-void check_mode_runs_on(const ModePolicy& policy, const executors::Executor& executor);
 // Every registered mode's name, in registration order.
 std::vector<std::string> mode_names();
 

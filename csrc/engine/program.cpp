@@ -1,7 +1,5 @@
 #include "engine/program.h"
 
-#include <algorithm>
-
 #include "engine/active_executor.h"
 #include "engine/deferral.h"
 #include "engine/executable_cache.h"
@@ -41,18 +39,9 @@ std::shared_ptr<const executors::Executable> compile_one_node(
 BoundOneNode compile_and_bind_one_node(const char* op_name,
                                        std::shared_ptr<const OpDescription> description) {
   BoundOneNode bound;
-  // The assembler numbers storages in the order the node's tensors first name them.
-  std::vector<const void*> storages;
-  for (const NodeTensor& tensor : description->node_tensors) {
-    if (std::find(storages.begin(), storages.end(), tensor.storage) != storages.end()) continue;
-    storages.push_back(tensor.storage);
-    const auto* impl = static_cast<const c10::StorageImpl*>(tensor.storage);
-    // A host storage's data pointer is a host address: its bytes are a run-time operand.
-    bound.bindings.storages.push_back(reinterpret_cast<runtime::DeviceAddress>(impl->data()));
-  }
   std::vector<PendingOp> one;
   one.push_back(PendingOp{op_name, nullptr, nullptr, std::move(description), {}});
-  const ir::Program program = assemble_program(one);
+  const ir::Program program = assemble_program(one, false, &bound.bindings.storages);
   bound.bindings.scalars = ir::dynamic_scalars(program);
   bound.executable = translate_errors([&] {
     try {
@@ -63,6 +52,18 @@ BoundOneNode compile_and_bind_one_node(const char* op_name,
     }
   });
   return bound;
+}
+
+std::string check_expressible_alone(const char* op_name,
+                                    std::shared_ptr<const OpDescription> description) {
+  std::vector<PendingOp> one;
+  one.push_back(PendingOp{op_name, nullptr, nullptr, std::move(description), {}});
+  try {
+    active_executor().check_expressible(assemble_program(one));
+  } catch (const executors::NotSupported& error) {
+    return error.what();
+  }
+  return {};
 }
 
 void launch_one_node(int device, std::shared_ptr<const executors::Executable> executable,

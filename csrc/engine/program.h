@@ -11,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include <c10/core/Storage.h>
 #include <c10/core/StorageImpl.h>
 #include <c10/util/intrusive_ptr.h>
 
@@ -30,6 +31,10 @@ struct NodeTensor {
   bool written = false;
   bool fresh = false;    // a result the op allocated: the program creates its storage
   bool on_host = false;  // a CPU tensor argument: its bytes are a run-time operand
+  // Its storage's data pointer when recorded: the buffer (or, on the host, the bytes) a run of
+  // the program binds. A flush may come after the storage's tensors died; its buffer is freed
+  // only behind the pending ops (engine::after_issued_work).
+  runtime::DeviceAddress buffer = 0;
 };
 
 // A storage an op touches, held weakly: the planner asks whether any tensor still refers to it
@@ -54,6 +59,9 @@ struct OpDescription {
   bool may_fuse = false;
   // What the executor recorded to run it (executors/executor.h); null for an opaque op.
   std::shared_ptr<const executors::RecordedWork> work;
+  // The host storages its node reads (NodeTensor::on_host), kept until a run has bound them:
+  // a wrapped number dies with the call, and a flush comes later.
+  std::vector<c10::Storage> host_storages;
 };
 
 inline const OpDescription* description_of(const PendingOp& op) { return op.description.get(); }
@@ -90,6 +98,12 @@ struct BoundOneNode {
 };
 BoundOneNode compile_and_bind_one_node(const char* op_name,
                                        std::shared_ptr<const OpDescription> description);
+
+// Fused mode on an executor that compiles from the IR: empty when the active executor can
+// express the op `description` records on its own (Executor::check_expressible), else its
+// refusal. An op it cannot express must not be deferred: its program could not run.
+std::string check_expressible_alone(const char* op_name,
+                                    std::shared_ptr<const OpDescription> description);
 
 // Queues a run of a one-node program from compile_one_node on the current stream of `device`,
 // with the op's issue site added to `bindings`; in Debug mode waits for it and raises its error.

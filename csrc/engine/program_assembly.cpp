@@ -49,8 +49,9 @@ class StorageIds {
 
 class Assembler {
  public:
-  Assembler(const std::vector<engine::PendingOp>& pending, bool with_issue_sites)
-      : with_issue_sites_(with_issue_sites) {
+  Assembler(const std::vector<engine::PendingOp>& pending, bool with_issue_sites,
+            std::vector<runtime::DeviceAddress>* buffers)
+      : with_issue_sites_(with_issue_sites), buffers_(buffers) {
     size_t tensors = 0;
     for (const engine::PendingOp& task : pending) {
       if (const OpDescription* description = description_of(task)) tensors += description->node_tensors.size();
@@ -128,6 +129,7 @@ class Assembler {
       program_.add_storage(tensor.storage_bytes, /*external=*/!tensor.fresh, /*live_out=*/false,
                            tensor.on_host);
       live_.push_back(false);
+      if (buffers_ != nullptr) buffers_->push_back(tensor.buffer);
     } else {
       // An op of the program may have grown the storage (resize_, an out= argument).
       int64_t& bytes = program_.storages[static_cast<size_t>(id)].bytes;
@@ -191,6 +193,7 @@ class Assembler {
   }
 
   const bool with_issue_sites_;
+  std::vector<runtime::DeviceAddress>* buffers_;
   ir::Program program_;
   StorageIds storage_ids_;
   std::vector<bool> live_;  // per storage id: a tensor still refers to it
@@ -204,8 +207,9 @@ class Assembler {
 }  // namespace
 
 ir::Program assemble_program(const std::vector<engine::PendingOp>& pending,
-                             bool with_issue_sites) {
-  Assembler assembler(pending, with_issue_sites);
+                             bool with_issue_sites, std::vector<runtime::DeviceAddress>* buffers) {
+  if (buffers != nullptr) buffers->clear();
+  Assembler assembler(pending, with_issue_sites, buffers);
   for (const engine::PendingOp& task : pending) assembler.add(task);
   return assembler.finish();
 }

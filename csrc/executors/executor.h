@@ -78,11 +78,30 @@ class Executor {
   // Compiles a verified program. Thread-safe. Throws std::exception naming the op it cannot
   // compile (the engine turns that into the user's error).
   virtual std::shared_ptr<const Executable> compile(const ir::Program& program) = 0;
+  // Throws NotSupported for a program compile() would refuse as inexpressible, without
+  // compiling it: fused mode checks each op alone as it is recorded, and compiles it with the
+  // rest of its program at the flush. The default expresses everything.
+  virtual void check_expressible(const ir::Program& program) const { (void)program; }
+
+  // A run of `executable` with `bindings`, bound now (buffers, Scalars, host operands) and done
+  // by `task` when a stream reaches it, for a caller that queues it in its own order (a program
+  // runner at a flush). `name` (interned) names the op or program in errors. Throws
+  // std::invalid_argument when the bindings do not fit the executable.
+  struct PreparedRun {
+    const char* name = nullptr;
+    runtime::Task task;
+  };
+  virtual PreparedRun prepare_run(std::shared_ptr<const Executable> executable,
+                                  RunBindings bindings) = 0;
 
   // Queues a run on `stream` after the work queued there before it and returns at once; its
   // failure is kept by the stream and raised at the next sync point, naming the op.
-  virtual void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
-                   runtime::Stream& stream) = 0;
+  void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
+           runtime::Stream& stream) {
+    const char* issued_at = bindings.issued_at;
+    PreparedRun prepared = prepare_run(std::move(executable), std::move(bindings));
+    stream.enqueue(prepared.name, std::move(prepared.task), issued_at);
+  }
 
   // A device buffer of `bytes` on `chip`, usable by work queued on `stream` from now on.
   // Throws runtime::OutOfMemoryError when the chip has no room.

@@ -14,13 +14,13 @@ std::shared_ptr<const Executable> NullExecutor::compile(const ir::Program& progr
   return compiled;
 }
 
-void NullExecutor::run(std::shared_ptr<const Executable> executable, RunBindings bindings,
-                       runtime::Stream& stream) {
+Executor::PreparedRun NullExecutor::prepare_run(std::shared_ptr<const Executable> executable,
+                                                RunBindings bindings) {
   runs_.fetch_add(1);
-  stream.enqueue("null::run", [this, executable = std::move(executable), bindings = std::move(bindings)] {
-    std::lock_guard<std::mutex> lock(mutex_);
-    runs_bound_.push_back(bindings);
-  });
+  return {"null::run", [this, executable = std::move(executable), bindings = std::move(bindings)] {
+            std::lock_guard<std::mutex> lock(mutex_);
+            runs_bound_.push_back(bindings);
+          }};
 }
 
 runtime::DeviceAddress NullExecutor::allocate(int, size_t bytes, int64_t) {

@@ -23,8 +23,8 @@ class NullExecutor : public Executor {
   std::string name() const override { return "null"; }
   bool buffers_are_host_memory() const override { return false; }
   std::shared_ptr<const Executable> compile(const ir::Program& program) override;
-  void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
-           runtime::Stream& stream) override;
+  PreparedRun prepare_run(std::shared_ptr<const Executable> executable,
+                          RunBindings bindings) override;
   runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) override;
   void free(int chip, runtime::DeviceAddress buffer) override;
   void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,

@@ -104,7 +104,7 @@ void copy_opaque(const at::Tensor& src, const at::Tensor& dst) {
                        !src.is_neg() && src.nbytes() == src.storage().nbytes() &&
                        dst.nbytes() == dst.storage().nbytes();
     if (whole) {
-      runtime::Stream& stream = engine::current_stream(dst.device().index());
+      runtime::Stream& stream = engine::current_stream_flushed(dst.device().index(), "copy");
       engine::translate_errors([&] {
         engine::active_executor().copy_on_device(
             reinterpret_cast<runtime::DeviceAddress>(src.storage().data()),

@@ -409,6 +409,11 @@ void check_dtypes_on_cpu_stand_ins(const c10::OperatorHandle& op, const OpPlan& 
   op.redispatchBoxed(c10::DispatchKeySet(c10::DispatchKey::CPU), &stack);
 }
 
+// The task of an op deferred for a compiled program: its program runs it, never the task.
+void compiled_with_its_program() {
+  throw std::logic_error("an op recorded for a compiled program ran as a task of its own");
+}
+
 }  // namespace
 
 torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs args) {
@@ -497,8 +502,26 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
   queued->targets.assign(fresh.begin(), fresh.end());
   queued->fresh_returns = std::move(fresh_returns);
   queued->use_out_variant = use_out_variant;
-  if (fused) {
-    if (opaque) engine::check_mode_runs_on(engine::current_policy(), engine::active_executor());
+  if (fused && opaque) {
+    // Fused mode on opaque buffers: the node joins the program the executor compiles at the
+    // flush (engine/compiled_programs.h), once the executor said it can express the op.
+    auto description = describe_op(plan, args, outputs, fresh, queued);
+    record_node(schema, plan, args, results, fresh, *description);
+    if (!cached->expressible()) {
+      std::string refusal = engine::check_expressible_alone(plan.name.c_str(), description);
+      if (!refusal.empty()) {
+        cached->mark_runs_on_host();
+        engine::note_fallback_reason(plan.name, refusal);
+        results.clear();
+        run_sync_fallback(op, plan, device, args, results);
+        return results;
+      }
+      cached->mark_expressible();
+    }
+    if (saved_recipes_enabled() && plan.pointwise) note_if_recomputable(op, plan, args, outputs, fresh);
+    engine::launch_described(device.index(), plan.name.c_str(), compiled_with_its_program,
+                             std::move(description));
+  } else if (fused) {
     auto description = describe_op(plan, args, outputs, fresh, queued);
     record_node(schema, plan, args, results, fresh, *description);
     if (saved_recipes_enabled() && plan.pointwise) note_if_recomputable(op, plan, args, outputs, fresh);

@@ -14,8 +14,9 @@ runtime::DeviceAddress address_of(const c10::Storage& storage) {
   return reinterpret_cast<runtime::DeviceAddress>(storage.data());
 }
 
+// Fused mode's pending ops come first: they may write the storage.
 runtime::Stream& stream_of(const c10::Storage& storage) {
-  return engine::current_stream(storage.device().index());
+  return engine::current_stream_flushed(storage.device().index(), "host_copy");
 }
 
 // The whole storage is this one tensor's contiguous elements (the common `.to("tpu")`).

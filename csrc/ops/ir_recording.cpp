@@ -4,6 +4,7 @@
 
 #include <ATen/core/jit_type.h>
 
+#include "engine/active_executor.h"
 #include "engine/mode.h"
 #include "executors/host/fusible_op.h"
 #include "privateuse1/tpu_tensor.h"
@@ -36,6 +37,7 @@ engine::NodeTensor node_tensor(const at::Tensor& tensor, bool read, bool written
   node_tensor.storage_bytes = static_cast<int64_t>(tensor.storage().nbytes());
   node_tensor.type = type_of(tensor);
   node_tensor.on_host = !is_tpu(tensor);
+  node_tensor.buffer = reinterpret_cast<runtime::DeviceAddress>(tensor.storage().data());
   node_tensor.read = read || node_tensor.on_host;
   node_tensor.written = written && !node_tensor.on_host;
   node_tensor.fresh = fresh;
@@ -153,7 +155,16 @@ class NodeRecorder {
 
  private:
   int64_t slot(const at::Tensor& tensor, bool read, bool written, bool fresh) {
-    description_.node_tensors.push_back(node_tensor(tensor, read, written, fresh));
+    if (tensor.defined() && !is_tpu(tensor) && engine::buffers_are_opaque()) {
+      // A program on opaque buffers reads its host operands when it runs, maybe at a flush:
+      // kept until then, and a user's CPU tensor read as of now, as its CPU kernel would.
+      const at::Tensor kept =
+          tensor.unsafeGetTensorImpl()->is_wrapped_number() ? tensor : tensor.clone();
+      description_.host_storages.push_back(kept.storage());
+      description_.node_tensors.push_back(node_tensor(kept, read, written, fresh));
+    } else {
+      description_.node_tensors.push_back(node_tensor(tensor, read, written, fresh));
+    }
     return static_cast<int64_t>(description_.node_tensors.size() - 1);
   }
 

@@ -67,16 +67,20 @@ class CachedCall {
   std::shared_ptr<const executors::Executable> keep_one_node(
       std::shared_ptr<const executors::Executable> executable) const;
 
-  // The active executor cannot express calls of this structure (executors::NotSupported): they
-  // run on host kernels through host copies (ops/host_copies.h). Thread-safe.
-  bool runs_on_host() const { return runs_on_host_.load(std::memory_order_relaxed); }
-  void mark_runs_on_host() const { runs_on_host_.store(true, std::memory_order_relaxed); }
+  // What an executor with opaque buffers said of calls of this structure: it can express them,
+  // or not (executors::NotSupported: they run on host kernels through host copies,
+  // ops/host_copies.h), or nothing yet. Thread-safe.
+  bool runs_on_host() const { return on_executor_.load(std::memory_order_relaxed) == kRunsOnHost; }
+  bool expressible() const { return on_executor_.load(std::memory_order_relaxed) == kExpressible; }
+  void mark_runs_on_host() const { on_executor_.store(kRunsOnHost, std::memory_order_relaxed); }
+  void mark_expressible() const { on_executor_.store(kExpressible, std::memory_order_relaxed); }
 
  private:
   mutable std::mutex setting_;
   mutable std::shared_ptr<const executors::Executable> one_node_;
   mutable std::atomic<bool> has_one_node_{false};
-  mutable std::atomic<bool> runs_on_host_{false};
+  enum : uint8_t { kNotAsked, kExpressible, kRunsOnHost };
+  mutable std::atomic<uint8_t> on_executor_{kNotAsked};
 };
 
 // Thread-safe lookup/insert. A full cache is cleared (it only ever holds re-derivable data).

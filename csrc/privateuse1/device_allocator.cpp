@@ -28,13 +28,23 @@ void delete_device_buffer(void* context) {
   }
 }
 
-// A buffer of an executor whose buffers are opaque (PJRT): the executor's own, freed through it.
-// Deleters must not throw; a buffer the executor no longer knows has nothing left to free.
+// A buffer of an executor whose buffers are opaque (PJRT): the executor's own, freed through it
+// behind the work issued so far (fused mode's pending ops bind their buffers at the flush).
+// The executor drives one device, whose current stream is where that work is. Deleters must
+// not throw; a buffer the executor no longer knows has nothing left to free.
 void delete_opaque_buffer(void* context) {
   if (context == nullptr) return;
+  const auto address = reinterpret_cast<runtime::DeviceAddress>(context);
+  const auto free_buffer = [address] {
+    try {
+      engine::active_executor().free(0, address);
+    } catch (const std::exception&) {
+    }
+  };
   try {
-    engine::active_executor().free(0, reinterpret_cast<runtime::DeviceAddress>(context));
+    engine::after_issued_work(engine::current_stream(0), free_buffer);
   } catch (const std::exception&) {
+    free_buffer();
   }
 }
 
@@ -113,7 +123,8 @@ void TpuDeviceAllocator::copy_data(void* dest, const void* src, std::size_t coun
     engine::translate_errors([&] {
       engine::active_executor().copy_on_device(reinterpret_cast<runtime::DeviceAddress>(src),
                                                reinterpret_cast<runtime::DeviceAddress>(dest),
-                                               count, engine::current_stream(device));
+                                               count,
+                                               engine::current_stream_flushed(device, "copy"));
     });
     return;
   }

@@ -29,7 +29,7 @@ void resize_storage_bytes(const c10::Storage& storage, size_t new_bytes) {
     engine::translate_errors([&] {
       engine::active_executor().copy_on_device(reinterpret_cast<runtime::DeviceAddress>(old.get()),
                                                reinterpret_cast<runtime::DeviceAddress>(dst), keep,
-                                               engine::current_stream(device));
+                                               engine::current_stream_flushed(device, "resize"));
     });
     return;
   }

@@ -7,10 +7,12 @@
 #include <c10/util/Exception.h>
 
 #include "engine/active_executor.h"
+#include "engine/compiled_programs.h"
 #include "engine/deferral.h"
 #include "engine/launch.h"
 #include "engine/metrics.h"
 #include "engine/mode.h"
+#include "executors/pjrt/aot_compile.h"
 #include "executors/pjrt/pjrt_executor.h"
 #include "runtime/chip.h"
 
@@ -56,11 +58,10 @@ void select_pjrt(const std::string& plugin, const std::vector<std::string>& sear
   const size_t capacity = runtime.chip(0).memory().capacity();
   auto executor = engine::translate_errors(
       [&] { return executors::pjrt::PjrtExecutor::create(plugin, search_dirs, capacity); });
-  engine::check_mode_runs_on(engine::current_policy(), *executor);
   g_pjrt = executor.release();
   engine::set_active_executor(g_pjrt);
-  // Flushes have no program runner: fused mode is refused on this executor.
-  engine::set_program_runner(nullptr);
+  // Fused mode's flushes compile their programs whole (one StableHLO module each).
+  engine::set_program_runner(&engine::compiled_program_runner());
 }
 
 }  // namespace
@@ -76,6 +77,54 @@ void init_runtime(py::module_& m) {
     return describe(*g_pjrt);
   });
   m.def("_executor_name", [] { return engine::active_executor().name(); });
+  // Every program the PJRT runtime compiled: [{"name", "mlir", "runs", "compile_seconds"}].
+  m.def("_pjrt_programs", [] {
+    TORCH_CHECK(g_pjrt != nullptr, "the PJRT runtime is not selected");
+    py::list programs;
+    for (const auto& program : g_pjrt->compiled_programs()) {
+      py::dict entry;
+      entry["name"] = program.name;
+      entry["mlir"] = program.mlir;
+      entry["runs"] = program.runs;
+      entry["compile_seconds"] = program.compile_seconds;
+      programs.append(entry);
+    }
+    return programs;
+  });
+  // Ahead-of-time compiles of StableHLO modules for `topology` on `plugin` (libtpu: no TPU
+  // needed), one report or {"error": message} per module; independent of the active runtime.
+  m.def("_aot_compile", [](const std::string& plugin, const std::vector<std::string>& search_dirs,
+                           const std::string& topology_name, const std::vector<std::string>& modules) {
+    auto topology = engine::translate_errors([&] {
+      return std::make_unique<executors::pjrt::Topology>(
+          executors::pjrt::Plugin::load(plugin, search_dirs), topology_name);
+    });
+    py::dict result;
+    result["platform"] = topology->platform_name();
+    result["platform_version"] = topology->platform_version();
+    py::list reports;
+    for (const std::string& module : modules) {
+      py::dict entry;
+      try {
+        const executors::pjrt::AotReport report = topology->compile(module);
+        py::dict cost;
+        for (const auto& [name, value] : report.cost) cost[py::str(name)] = value;
+        entry["cost"] = cost;
+        entry["argument_bytes"] = report.argument_bytes;
+        entry["output_bytes"] = report.output_bytes;
+        entry["alias_bytes"] = report.alias_bytes;
+        entry["temp_bytes"] = report.temp_bytes;
+        entry["generated_code_bytes"] = report.generated_code_bytes;
+        entry["compile_seconds"] = report.compile_seconds;
+        entry["serialized_bytes"] = report.serialized_bytes;
+      } catch (const std::exception& error) {
+        entry["error"] = std::string(error.what());
+      }
+      reports.append(entry);
+    }
+    result["reports"] = reports;
+    return result;
+  });
   // At interpreter exit: PJRT handles still alive from then on are left to the OS.
   m.def("_pjrt_process_exiting", &executors::pjrt::Plugin::mark_process_exiting);
 }

@@ -121,7 +121,7 @@ print(json.dumps({"checks": checks, "fallbacks": m["fallbacks"],
     assert "no StableHLO lowering for aten::sort.stable" in reasons["aten::sort.stable"]
 
 
-@pytest.mark.parametrize("mode", ["strict", "debug"])
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
 def test_mlp_training_matches_cpu(mode):
     result = run_json(f"""
 torch_tpu.set_mode("{mode}")
@@ -151,7 +151,38 @@ print(json.dumps({{"tpu": tpu_losses, "cpu": cpu_losses, "weights": weight_error
 """)
     assert result["tpu"] == pytest.approx(result["cpu"], rel=1e-4, abs=1e-6)
     assert result["weights"] < 1e-5
-    assert result["runs"] > 20  # the lowered ops ran as PJRT programs
+    if mode == "fused":
+        assert result["runs"] == 0  # ops ran inside flushed programs, none alone
+    else:
+        assert result["runs"] > 20  # the lowered ops ran as PJRT programs
+
+
+def test_fused_mode_compiles_each_flush_as_one_program_and_caches_it():
+    result = run_json("""
+torch_tpu.set_mode("fused")
+torch.manual_seed(0)
+a, b = torch.randn(16, 16), torch.randn(16, 16)
+x, y = a.to("tpu"), b.to("tpu")
+def step(x, y):
+    h = torch.relu(x * 2.0 + y)
+    h = torch.where(h > 1, h - 1, h * 0.5)
+    return (h @ y).sum(dim=1)
+values = []
+for _ in range(3):
+    values.append(step(x, y).cpu().tolist())
+expected = step(a, b).tolist()
+m = torch_tpu.metrics()
+print(json.dumps({"values": values, "expected": expected, "fusion": m["fusion"],
+                  "programs": m["programs"], "fallbacks": m["fallbacks"]}))
+""")
+    for values in result["values"]:
+        assert values == pytest.approx(result["expected"], rel=1e-5, abs=1e-5)
+    fusion, programs = result["fusion"], result["programs"]
+    assert result["fallbacks"] == {}
+    assert programs["one_node_runs"] == 0
+    assert sum(fusion["flushes"].values()) >= 3
+    # The step's ops became one program, compiled once and found in the cache twice more.
+    assert programs["compiled"] <= 3 and fusion["cache_hits"] >= 2, (fusion, programs)
 
 
 def test_errors_are_clear_python_exceptions():
@@ -167,10 +198,6 @@ try:
 except RuntimeError as e:
     results["shapes"] = str(e)
 try:
-    torch_tpu.set_mode("fused")
-except RuntimeError as e:
-    results["fused"] = str(e)
-try:
     torch.empty(1 << 20, device="tpu")
 except torch.OutOfMemoryError as e:
     results["oom"] = str(e)
@@ -182,7 +209,6 @@ print(json.dumps(results))
 """, env={"TORCH_TPU_HBM_BYTES": "1M"})
     assert "Expected all tensors to be on the same device" in result["device_mismatch"]
     assert "cannot be multiplied" in result["shapes"]
-    assert "not supported yet: fused mode on the pjrt:cpu executor" in result["fused"]
     assert "out of memory" in result["oom"].lower()
     assert "already selected" in result["late_switch"]
 

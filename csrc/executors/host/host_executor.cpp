@@ -49,8 +49,8 @@ class HostExecutor final : public Executor {
     return std::make_shared<const OneNodeProgram>(intern_op_name(program.nodes.front().op));
   }
 
-  void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
-           runtime::Stream& stream) override {
+  PreparedRun prepare_run(std::shared_ptr<const Executable> executable,
+                          RunBindings bindings) override {
     if (bindings.recorded.size() != 1 || bindings.recorded.front() == nullptr) {
       throw std::invalid_argument("host executor: a one-node run needs its op's recorded work");
     }
@@ -58,7 +58,7 @@ class HostExecutor final : public Executor {
     // The host layer records only HostWork (host_work.h).
     std::shared_ptr<const HostWork> work =
         std::static_pointer_cast<const HostWork>(std::move(bindings.recorded.front()));
-    stream.enqueue(op_name, [work = std::move(work)] { work->run(); }, bindings.issued_at);
+    return {op_name, [work = std::move(work)] { work->run(); }};
   }
 
   runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) override {

@@ -5,24 +5,6 @@
 
 namespace torch_tpu::executors::pjrt {
 
-namespace {
-
-// Every argument struct starts with struct_size; the rest is zero (no extensions, no options).
-template <typename Args>
-Args make_args() {
-  Args args{};
-  args.struct_size = sizeof(Args);
-  return args;
-}
-
-// Destructors cannot throw: a failed destroy is dropped (its error freed).
-void drop_error(const capi::Api& api, capi::Error* error) {
-  if (error == nullptr) return;
-  capi::ErrorDestroyArgs destroy{sizeof(capi::ErrorDestroyArgs), nullptr, error};
-  api.error_destroy(&destroy);
-}
-
-}  // namespace
 
 size_t element_size(capi::BufferType type) {
   using T = capi::BufferType;

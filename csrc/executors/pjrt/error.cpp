@@ -50,4 +50,10 @@ void throw_if_error(const capi::Api& api, capi::Error* error, const char* call) 
   throw PjrtError(call, code.code, text);
 }
 
+void drop_error(const capi::Api& api, capi::Error* error) {
+  if (error == nullptr) return;
+  capi::ErrorDestroyArgs destroy{sizeof(capi::ErrorDestroyArgs), nullptr, error};
+  api.error_destroy(&destroy);
+}
+
 }  // namespace torch_tpu::executors::pjrt

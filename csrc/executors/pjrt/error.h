@@ -36,5 +36,15 @@ std::string error_code_name(capi::ErrorCode code);
 // Takes ownership of `error` (nullptr: success, returns). Otherwise reads its code and message,
 // destroys it and throws PjrtError naming `call`.
 void throw_if_error(const capi::Api& api, capi::Error* error, const char* call);
+// For destructors, which cannot throw: frees `error` (nullptr: nothing to do) without reading it.
+void drop_error(const capi::Api& api, capi::Error* error);
+
+// An argument struct of the C API: struct_size set, everything else zero (no extensions).
+template <typename Args>
+Args make_args() {
+  Args args{};
+  args.struct_size = sizeof(Args);
+  return args;
+}
 
 }  // namespace torch_tpu::executors::pjrt

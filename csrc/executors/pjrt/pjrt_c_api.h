@@ -28,6 +28,7 @@ struct Executable;
 struct LoadedExecutable;
 struct Buffer;
 struct SerializedExecutable;
+struct TopologyDescription;
 
 // An optional chain of extension structs; we never pass one (always nullptr).
 struct ExtensionBase;
@@ -280,6 +281,34 @@ struct ExecutableSerializeArgs {
   SerializedExecutable* serialized;                     // out
   void (*serialized_deleter)(SerializedExecutable*);    // out: call once to free `serialized`
 };
+// The cost XLA's analysis gives a compiled program ("flops", "bytes accessed",
+// "optimal_seconds", ...); UNIMPLEMENTED on the CPU plugins.
+struct ExecutableGetCostAnalysisArgs {
+  size_t struct_size;
+  ExtensionBase* extensions;
+  Executable* executable;
+  size_t num_properties;         // out
+  const NamedValue* properties;  // out: lives as long as `executable`
+};
+// Device memory (HBM on a TPU) and host memory a run of the executable needs, in bytes; the
+// last two fields are the newest (a plugin built before them ignores them).
+struct ExecutableGetCompiledMemoryStatsArgs {
+  size_t struct_size;
+  ExtensionBase* extensions;
+  Executable* executable;
+  int64_t generated_code_size_in_bytes;  // out
+  int64_t argument_size_in_bytes;        // out
+  int64_t output_size_in_bytes;          // out
+  int64_t alias_size_in_bytes;           // out: argument bytes reused for outputs
+  int64_t temp_size_in_bytes;            // out
+  int64_t host_generated_code_size_in_bytes;  // out
+  int64_t host_argument_size_in_bytes;        // out
+  int64_t host_output_size_in_bytes;          // out
+  int64_t host_alias_size_in_bytes;           // out
+  int64_t host_temp_size_in_bytes;            // out
+  int64_t peak_memory_in_bytes;               // out
+  int64_t total_size_in_bytes;                // out
+};
 struct ExecutableDeserializeAndLoadArgs {
   size_t struct_size;
   ExtensionBase* extensions;
@@ -367,6 +396,40 @@ struct BufferReadyEventArgs {
   Event* event;  // out: caller destroys it
 };
 
+// ---- topologies and ahead-of-time compiles (no device needed: libtpu compiles for a TPU
+// slice it is not running on) ----
+struct TopologyDescriptionCreateArgs {
+  size_t struct_size;
+  ExtensionBase* extensions;
+  const char* topology_name;  // e.g. "v5e:2x2"
+  size_t topology_name_size;
+  const NamedValue* create_options;
+  size_t num_options;
+  TopologyDescription* topology;  // out: caller destroys it
+};
+struct TopologyDescriptionDestroyArgs {
+  size_t struct_size;
+  ExtensionBase* extensions;
+  TopologyDescription* topology;
+};
+struct TopologyDescriptionStringArgs {  // PlatformName and PlatformVersion
+  size_t struct_size;
+  ExtensionBase* extensions;
+  TopologyDescription* topology;
+  const char* value;  // out: lives as long as `topology`
+  size_t value_size;  // out
+};
+struct CompileArgs {
+  size_t struct_size;
+  ExtensionBase* extensions;
+  const TopologyDescription* topology;
+  const Program* program;
+  const char* compile_options;  // a serialized xla.CompileOptionsProto
+  size_t compile_options_size;
+  Client* client;  // optional (nullptr: compile without one)
+  Executable* executable;  // out: caller destroys it
+};
+
 // ---- the function table ----
 template <typename Args>
 using Function = Error* (*)(Args*);
@@ -430,7 +493,7 @@ struct Api {
   Slot executable_num_partitions;
   Function<ExecutableNumOutputsArgs> executable_num_outputs;
   Slot executable_size_of_generated_code;
-  Slot executable_get_cost_analysis;
+  Function<ExecutableGetCostAnalysisArgs> executable_get_cost_analysis;
   Slot executable_output_memory_kinds;
   Slot executable_optimized_program;
   Function<ExecutableSerializeArgs> executable_serialize;
@@ -459,6 +522,34 @@ struct Api {
   Function<BufferToHostBufferArgs> buffer_to_host_buffer;
   Slot buffer_is_on_cpu;
   Function<BufferReadyEventArgs> buffer_ready_event;
+  Slot buffer_unsafe_pointer;
+  Slot buffer_increase_external_reference_count;
+  Slot buffer_decrease_external_reference_count;
+  Slot buffer_opaque_device_memory_data_pointer;
+
+  Slot copy_to_device_stream_destroy;
+  Slot copy_to_device_stream_add_chunk;
+  Slot copy_to_device_stream_total_bytes;
+  Slot copy_to_device_stream_granule_size;
+  Slot copy_to_device_stream_current_bytes;
+
+  Function<TopologyDescriptionCreateArgs> topology_description_create;
+  Function<TopologyDescriptionDestroyArgs> topology_description_destroy;
+  Function<TopologyDescriptionStringArgs> topology_description_platform_name;
+  Function<TopologyDescriptionStringArgs> topology_description_platform_version;
+  Slot topology_description_get_device_descriptions;
+  Slot topology_description_serialize;
+  Slot topology_description_attributes;
+
+  Function<CompileArgs> compile;
+
+  Slot executable_output_element_types;
+  Slot executable_output_dimensions;
+  Slot buffer_copy_to_memory;
+  Slot client_create_view_of_device_buffer;
+  Slot executable_fingerprint;
+  Slot client_topology_description;
+  Function<ExecutableGetCompiledMemoryStatsArgs> executable_get_compiled_memory_stats;
   // Later entries are not declared: nothing here calls them yet.
 };
 
@@ -491,5 +582,12 @@ static_assert(offsetof(Api, executable_serialize) == 40 + 49 * 8);
 static_assert(offsetof(Api, loaded_executable_execute) == 40 + 55 * 8);
 static_assert(offsetof(Api, executable_deserialize_and_load) == 40 + 56 * 8);
 static_assert(offsetof(Api, buffer_ready_event) == 40 + 72 * 8);
+static_assert(offsetof(Api, topology_description_create) == 40 + 82 * 8);
+static_assert(offsetof(Api, compile) == 40 + 89 * 8);
+static_assert(offsetof(Api, executable_get_compiled_memory_stats) == 40 + 96 * 8);
+static_assert(sizeof(TopologyDescriptionCreateArgs) == 56);
+static_assert(sizeof(CompileArgs) == 64);
+static_assert(sizeof(ExecutableGetCostAnalysisArgs) == 40);
+static_assert(sizeof(ExecutableGetCompiledMemoryStatsArgs) == 120);
 
 }  // namespace torch_tpu::executors::pjrt::capi

@@ -1,5 +1,6 @@
 #include "executors/pjrt/pjrt_executor.h"
 
+#include <chrono>
 #include <cstring>
 #include <stdexcept>
 #include <unordered_set>
@@ -148,6 +149,7 @@ std::shared_ptr<const Executable> PjrtExecutor::compile(const ir::Program& progr
   auto executable = std::make_shared<PjrtExecutable>();
   executable->lowered = lowering::lower_program(program);
   executable->op_name = intern(program_name(program));
+  const auto started = std::chrono::steady_clock::now();
   try {
     executable->loaded = client_->compile(executable->lowered.mlir);
   } catch (const PjrtError& error) {
@@ -159,18 +161,29 @@ std::shared_ptr<const Executable> PjrtExecutor::compile(const ir::Program& progr
     executable->storage_bytes.push_back(storage.bytes);
     executable->storage_on_host.push_back(storage.on_host);
   }
+  executable->compile_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::lock_guard<std::mutex> lock(compiled_mutex_);
+  compiled_.push_back(executable);
   return executable;
 }
 
-void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings bindings,
-                       runtime::Stream& stream) {
+void PjrtExecutor::check_expressible(const ir::Program& program) const {
+  lowering::lower_program(program);
+}
+
+Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable> executable,
+                                                RunBindings bindings) {
   auto compiled = std::dynamic_pointer_cast<const PjrtExecutable>(std::move(executable));
-  if (compiled == nullptr) throw std::invalid_argument("PjrtExecutor::run: not a PJRT executable");
+  if (compiled == nullptr) {
+    throw std::invalid_argument("PjrtExecutor::prepare_run: not a PJRT executable");
+  }
   const lowering::LoweredProgram& lowered = compiled->lowered;
+  compiled->runs.fetch_add(1, std::memory_order_relaxed);
   if (bindings.storages.size() != compiled->storage_bytes.size() ||
       bindings.scalars.size() != lowered.scalar_kinds.size()) {
     throw std::invalid_argument(
-        std::string("PjrtExecutor::run: ") + compiled->op_name + " takes " +
+        std::string("PjrtExecutor::prepare_run: ") + compiled->op_name + " takes " +
         std::to_string(compiled->storage_bytes.size()) + " storages and " +
         std::to_string(lowered.scalar_kinds.size()) + " scalars; bound " +
         std::to_string(bindings.storages.size()) + " and " +
@@ -247,7 +260,7 @@ void PjrtExecutor::run(std::shared_ptr<const Executable> executable, RunBindings
               compiled->storage_bytes[static_cast<size_t>(s)]);
     }
   };
-  stream.enqueue(compiled->op_name, std::move(task), bindings.issued_at);
+  return {compiled->op_name, std::move(task)};
 }
 
 runtime::DeviceAddress PjrtExecutor::allocate(int chip, size_t bytes, int64_t) {
@@ -321,6 +334,16 @@ PjrtExecutor::Located PjrtExecutor::locate(runtime::DeviceAddress address) const
   std::lock_guard<std::mutex> slot_lock(found->second->mutex);
   if (offset > 0 && offset >= found->second->bytes) return {};
   return {found->second, offset};
+}
+
+std::vector<PjrtExecutor::CompiledProgram> PjrtExecutor::compiled_programs() const {
+  std::lock_guard<std::mutex> lock(compiled_mutex_);
+  std::vector<CompiledProgram> programs;
+  for (const auto& executable : compiled_) {
+    programs.push_back({executable->op_name, executable->lowered.mlir, executable->runs.load(),
+                        executable->compile_seconds});
+  }
+  return programs;
 }
 
 size_t PjrtExecutor::live_slots() const {

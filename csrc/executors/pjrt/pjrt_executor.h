@@ -6,6 +6,7 @@
 // never host addresses. Torch-free; thread-safe.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -26,6 +27,8 @@ struct PjrtExecutable final : Executable {
   std::vector<int64_t> storage_bytes;  // per program storage
   std::vector<bool> storage_on_host;   // per program storage: host memory, bound by address
   const char* op_name = nullptr;       // interned: the op, or a list of a program's ops
+  double compile_seconds = 0.0;        // PJRT_Client_Compile's time
+  mutable std::atomic<int64_t> runs{0};  // prepare_run calls
 };
 
 class PjrtExecutor final : public Executor {
@@ -46,13 +49,15 @@ class PjrtExecutor final : public Executor {
   // Verifies, lowers (throws "not supported yet: ..." for what lowering/ cannot express) and
   // compiles (throws PjrtError naming the op, with the compiler's message). Blocks; thread-safe.
   std::shared_ptr<const Executable> compile(const ir::Program& program) override;
+  // Lowers `program` (verified) and drops the module: cheap beside a compile.
+  void check_expressible(const ir::Program& program) const override;
   // Binds each storage's slot now (bindings.storages: one address per program storage, 0 for
-  // scratch; a host storage's is the host address of its bytes, uploaded now) and queues the
-  // run. A missing slot, a slot whose size is not the program's, or a
+  // scratch; a host storage's is the host address of its bytes, uploaded now); the task runs
+  // the executable. A missing slot, a slot whose size is not the program's, or a
   // PJRT failure fails the task: the stream raises it at its next sync point, naming the op.
   // Bindings of the wrong count, or another executor's executable, throw std::invalid_argument.
-  void run(std::shared_ptr<const Executable> executable, RunBindings bindings,
-           runtime::Stream& stream) override;
+  PreparedRun prepare_run(std::shared_ptr<const Executable> executable,
+                          RunBindings bindings) override;
   // A new slot of `bytes` with no buffer yet (it reads as zeros until written). Chip 0 only.
   // Throws runtime::OutOfMemoryError past the capacity.
   runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) override;
@@ -74,6 +79,16 @@ class PjrtExecutor final : public Executor {
   // The capacity given, or the largest size_t when none was.
   size_t memory_capacity(int chip) const override;
   void reset_memory_stats(int chip, StatsReset which) override;
+
+  // Every program compiled so far, in compile order: its name, StableHLO text, runs and
+  // compile time (python -m torch_tpu.tpu_report compiles them again for a TPU topology).
+  struct CompiledProgram {
+    std::string name;
+    std::string mlir;
+    int64_t runs = 0;
+    double compile_seconds = 0.0;
+  };
+  std::vector<CompiledProgram> compiled_programs() const;
 
   const Client& client() const { return *client_; }
   // Slots allocated and not freed.
@@ -106,6 +121,8 @@ class PjrtExecutor final : public Executor {
   std::map<runtime::DeviceAddress, std::shared_ptr<Slot>> slots_;  // by first address
   runtime::DeviceAddress next_address_;
   runtime::MemoryStats stats_;
+  mutable std::mutex compiled_mutex_;
+  std::vector<std::shared_ptr<const PjrtExecutable>> compiled_;
 };
 
 }  // namespace torch_tpu::executors::pjrt
