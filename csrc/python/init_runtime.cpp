@@ -40,10 +40,21 @@ py::dict describe(const executors::pjrt::PjrtExecutor& executor) {
   info["platform_version"] = client.platform_version();
   info["devices"] = client.devices().size();
   info["plugin_attributes"] = attributes;
+  if (const executors::pjrt::ExecutableDiskCache* cache = executor.disk_cache()) {
+    py::dict disk;
+    disk["dir"] = cache->dir().string();
+    disk["hits"] = cache->hits();
+    disk["misses"] = cache->misses();
+    disk["stores"] = cache->stores();
+    info["disk_cache"] = disk;
+  } else {
+    info["disk_cache"] = py::none();
+  }
   return info;
 }
 
-void select_pjrt(const std::string& plugin, const std::vector<std::string>& search_dirs) {
+void select_pjrt(const std::string& plugin, const std::vector<std::string>& search_dirs,
+                 const std::string& cache_dir) {
   TORCH_CHECK(g_pjrt == nullptr, "the PJRT runtime is already selected");
   runtime::Runtime& runtime = runtime::Runtime::instance();
   TORCH_CHECK(runtime.chip_count() == 1,
@@ -58,6 +69,7 @@ void select_pjrt(const std::string& plugin, const std::vector<std::string>& sear
   const size_t capacity = runtime.chip(0).memory().capacity();
   auto executor = engine::translate_errors(
       [&] { return executors::pjrt::PjrtExecutor::create(plugin, search_dirs, capacity); });
+  if (!cache_dir.empty()) executor->use_disk_cache(cache_dir);
   g_pjrt = executor.release();
   engine::set_active_executor(g_pjrt);
   // Fused mode's flushes compile their programs whole (one StableHLO module each).
@@ -67,8 +79,10 @@ void select_pjrt(const std::string& plugin, const std::vector<std::string>& sear
 }  // namespace
 
 void init_runtime(py::module_& m) {
-  m.def("_select_pjrt_runtime", [](const std::string& plugin, const std::vector<std::string>& search_dirs) {
-    select_pjrt(plugin, search_dirs);
+  // `cache_dir`: where compiled executables are kept between processes ("" for nowhere).
+  m.def("_select_pjrt_runtime", [](const std::string& plugin, const std::vector<std::string>& search_dirs,
+                                   const std::string& cache_dir) {
+    select_pjrt(plugin, search_dirs, cache_dir);
     return describe(*g_pjrt);
   });
   // The selected PJRT runtime's description, or None on the host runtime.

@@ -25,13 +25,23 @@ def _search_dirs() -> list:
     return dirs
 
 
+def _disk_cache_dir() -> str:
+    """Where compiled PJRT executables are kept between processes: ``TORCH_TPU_PJRT_CACHE_DIR``
+    (empty: nowhere), else ``$XDG_CACHE_HOME/torch_tpu/pjrt`` (``~/.cache/torch_tpu/pjrt``)."""
+    if "TORCH_TPU_PJRT_CACHE_DIR" in os.environ:
+        return os.environ["TORCH_TPU_PJRT_CACHE_DIR"]
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "torch_tpu", "pjrt")
+
+
 def set_runtime(name: str, plugin: str = None) -> None:
     """Selects the runtime: ``"host"`` (the default) or ``"pjrt"``. ``plugin`` names the PJRT
     plugin: ``"cpu"``, ``"tpu"`` (libtpu), ``"cuda"``, or a path to a plugin library (default:
     ``TORCH_TPU_PJRT_PLUGIN``, else ``"cpu"``). Call it before the first tpu tensor. The PJRT
-    runtime runs Strict and Debug mode; ops without a StableHLO lowering run on the host's
-    kernels through a device -> host -> device round trip, counted in
-    ``torch_tpu.metrics()["fallbacks"]``."""
+    runtime runs every mode (fused mode compiles each flush as one StableHLO program); ops
+    without a StableHLO lowering run on the host's kernels through a device -> host -> device
+    round trip, counted in ``torch_tpu.metrics()["fallbacks"]``. Compiled executables are kept
+    on disk between processes (``TORCH_TPU_PJRT_CACHE_DIR``; empty disables it)."""
     if name not in RUNTIME_NAMES:
         raise ValueError(f"unknown tpu runtime {name!r}; expected one of {', '.join(RUNTIME_NAMES)}")
     if name == get_runtime():
@@ -42,7 +52,7 @@ def set_runtime(name: str, plugin: str = None) -> None:
     plugin = plugin or os.environ.get("TORCH_TPU_PJRT_PLUGIN") or _DEFAULT_PLUGIN
     # libtpu otherwise spends minutes looking for a cloud metadata server first.
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
-    _C._select_pjrt_runtime(plugin, _search_dirs())
+    _C._select_pjrt_runtime(plugin, _search_dirs(), _disk_cache_dir())
     atexit.register(_at_exit)
 
 
@@ -63,7 +73,8 @@ def get_runtime() -> str:
 
 def runtime_info() -> dict:
     """``{"runtime": "host"|"pjrt", "executor": ...}``; on PJRT also the plugin (name, path, API
-    version, attributes such as its XLA and StableHLO versions), platform and device count."""
+    version, attributes such as its XLA and StableHLO versions), platform, device count and
+    ``disk_cache`` (its folder, hits, misses and stores; None when disabled)."""
     info = _C._pjrt_runtime_info()
     if info is None:
         return {"runtime": "host", "executor": _C._executor_name()}

@@ -7,7 +7,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
+#include <string>
 #include <vector>
+
+#include <unistd.h>
 
 #include "pjrt_executor_fixture.h"
 
@@ -324,4 +328,29 @@ TEST_F(PjrtExecutorTest, CapacityBoundsAllocationsAndStatisticsFollowThem) {
   EXPECT_EQ(bounded->memory_stats(0).num_ooms, 0);
   EXPECT_EQ(bounded->memory_capacity(0), 1000u);
   bounded->free(0, b);
+}
+
+TEST_F(PjrtExecutorTest, DiskCacheServesALaterExecutorWithoutACompile) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("pjrt-cache-test-" + std::to_string(getpid()));
+  std::filesystem::remove_all(dir);
+  const Program program = add_program(1.0);
+  const std::vector<float> x = iota_floats(32, -3.0f, 0.5f), w = iota_floats(32, 1.0f, 0.25f);
+  for (int process = 0; process < 2; ++process) {
+    auto executor = PjrtExecutor::create("cpu", torch_tpu::executors::pjrt::testing::search_dirs());
+    executor->use_disk_cache(dir);
+    const auto executable = executor->compile(program);
+    EXPECT_EQ(executor->disk_cache()->hits(), process) << "process " << process;
+    EXPECT_EQ(executor->disk_cache()->stores(), 1 - process);
+    const runtime::DeviceAddress sx = executor->allocate(0, 128, 0), sw = executor->allocate(0, 128, 0);
+    const runtime::DeviceAddress sy = executor->allocate(0, 128, 0);
+    executor->copy_to_device(x.data(), sx, 128, stream_);
+    executor->copy_to_device(w.data(), sw, 128, stream_);
+    executor->run(executable, bind({sx, sw, sy}, dynamic_scalars(add_program(2.0))), stream_);
+    std::vector<float> y(32);
+    executor->copy_to_host(sy, y.data(), 128, stream_);
+    stream_.synchronize();
+    for (size_t i = 0; i < 32; ++i) EXPECT_FLOAT_EQ(y[i], x[i] + 2.0f * w[i]);
+  }
+  std::filesystem::remove_all(dir);
 }

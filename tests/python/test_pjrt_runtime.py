@@ -72,6 +72,42 @@ print(json.dumps({"checks": checks, "item": item, "item_cpu": float((a * b).sum(
     assert result["runs"] >= 15 and result["compiled"] >= 10
 
 
+def test_training_ops_lower_natively_forward_and_backward():
+    result = run_json("""
+torch.manual_seed(0)
+a = torch.randn(4, 6, dtype=torch.float32)
+b = torch.randn(4, 3)
+errors = {}
+def run(device):
+    x = a.to(device).requires_grad_()
+    y = b.to(device).requires_grad_()
+    outs = {
+        "log_softmax": torch.log_softmax(x, dim=1),
+        "softmax": torch.softmax(x, dim=-1),
+        "silu": torch.nn.functional.silu(x),
+        "pow": x.pow(2) + (x.abs() + 0.5).pow(1.5),
+        "cat": torch.cat([x, y], dim=1),
+        "cat_bf16": torch.cat([x.bfloat16(), y.bfloat16()], dim=1).float(),
+    }
+    loss = sum((o * (i + 1)).sum() for i, o in enumerate(outs.values()))
+    loss.backward()
+    return {k: v.detach().cpu() for k, v in outs.items()}, x.grad.cpu(), y.grad.cpu()
+tpu, tpu_gx, tpu_gy = run("tpu")
+m = torch_tpu.metrics()
+cpu, cpu_gx, cpu_gy = run("cpu")
+for k in tpu:
+    errors[k] = float((tpu[k] - cpu[k]).abs().max())
+errors["grad_x"] = float((tpu_gx - cpu_gx).abs().max())
+errors["grad_y"] = float((tpu_gy - cpu_gy).abs().max())
+print(json.dumps({"errors": errors, "fallbacks": m["fallbacks"]}))
+""")
+    for name, error in result["errors"].items():
+        assert error < 1e-4, (name, error)
+    native = ("_log_softmax", "_softmax", "silu", "pow", "cat")
+    fell_back = [op for op in result["fallbacks"] if any(f"::{n}" in op for n in native)]
+    assert fell_back == [], result["fallbacks"]
+
+
 def test_views_and_in_place_writes_keep_cpu_aliasing():
     result = run_json("""
 a = torch.arange(24, dtype=torch.float32).reshape(4, 6)
@@ -252,3 +288,19 @@ except RuntimeError as e:
     print("refused:", e)
 """)
     assert "before the first tpu tensor" in result.stdout, result.stderr
+
+
+def test_compiled_programs_are_loaded_from_the_disk_cache_by_a_later_process(tmp_path):
+    code = """
+x = torch.arange(12, dtype=torch.float32, device="tpu").reshape(3, 4)
+y = (torch.relu(x - 3) @ x.T).sum(dim=0)
+print(json.dumps({"y": y.cpu().tolist(), "disk": torch_tpu.runtime_info()["disk_cache"]}))
+"""
+    env = {"TORCH_TPU_PJRT_CACHE_DIR": str(tmp_path)}
+    first, second = run_json(code, env), run_json(code, env)
+    assert first["y"] == second["y"]
+    assert first["disk"]["stores"] >= 3 and first["disk"]["hits"] == 0
+    assert second["disk"]["hits"] == first["disk"]["stores"] and second["disk"]["stores"] == 0
+    assert first["disk"]["dir"].startswith(str(tmp_path))
+    off = run_json(code, {"TORCH_TPU_PJRT_CACHE_DIR": ""})
+    assert off["disk"] is None and off["y"] == first["y"]

@@ -6,6 +6,7 @@
 #include <unordered_set>
 #include <utility>
 
+#include "executors/pjrt/compile_options.h"
 #include "ir/verifier.h"
 
 namespace torch_tpu::executors::pjrt {
@@ -142,6 +143,14 @@ std::unique_ptr<PjrtExecutor> PjrtExecutor::create(const std::string& plugin,
                                         capacity);
 }
 
+void PjrtExecutor::use_disk_cache(const std::filesystem::path& dir) {
+  const Plugin& plugin = client_->plugin();
+  std::string identity = plugin.path() + "\n" + plugin.version().to_string() + "\n" +
+                         client_->platform_name() + " " + client_->platform_version();
+  for (const auto& [name, value] : plugin.attributes()) identity += "\n" + name + "=" + value;
+  disk_cache_ = std::make_unique<ExecutableDiskCache>(dir / client_->platform_name(), identity);
+}
+
 std::string PjrtExecutor::name() const { return "pjrt:" + client_->platform_name(); }
 
 std::shared_ptr<const Executable> PjrtExecutor::compile(const ir::Program& program) {
@@ -150,12 +159,28 @@ std::shared_ptr<const Executable> PjrtExecutor::compile(const ir::Program& progr
   executable->lowered = lowering::lower_program(program);
   executable->op_name = intern(program_name(program));
   const auto started = std::chrono::steady_clock::now();
-  try {
-    executable->loaded = client_->compile(executable->lowered.mlir);
-  } catch (const PjrtError& error) {
-    // The plugin's message names no op; ours does (the module text is in lowered.mlir).
-    throw PjrtError(std::string("PJRT_Client_Compile of ") + executable->op_name, error.code(),
-                    error.plugin_message());
+  const std::string& mlir = executable->lowered.mlir;
+  const std::string options = compile_options_bytes();
+  bool loaded = false;
+  if (disk_cache_ != nullptr) {
+    if (std::optional<std::string> serialized = disk_cache_->load(mlir, options)) {
+      try {
+        executable->loaded = client_->load_serialized(*serialized);
+        loaded = true;
+      } catch (const PjrtError&) {
+        disk_cache_->remove(mlir, options);  // unreadable: compiled again below
+      }
+    }
+  }
+  if (!loaded) {
+    try {
+      executable->loaded = client_->compile(mlir, options);
+    } catch (const PjrtError& error) {
+      // The plugin's message names no op; ours does (the module text is in lowered.mlir).
+      throw PjrtError(std::string("PJRT_Client_Compile of ") + executable->op_name, error.code(),
+                      error.plugin_message());
+    }
+    if (disk_cache_ != nullptr) disk_cache_->store(mlir, options, executable->loaded.serialize());
   }
   for (const ir::Storage& storage : program.storages) {
     executable->storage_bytes.push_back(storage.bytes);

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,6 +16,7 @@
 
 #include "executors/executor.h"
 #include "executors/pjrt/client.h"
+#include "executors/pjrt/executable_disk_cache.h"
 #include "executors/pjrt/lowering/lower_program.h"
 
 namespace torch_tpu::executors::pjrt {
@@ -27,7 +29,7 @@ struct PjrtExecutable final : Executable {
   std::vector<int64_t> storage_bytes;  // per program storage
   std::vector<bool> storage_on_host;   // per program storage: host memory, bound by address
   const char* op_name = nullptr;       // interned: the op, or a list of a program's ops
-  double compile_seconds = 0.0;        // PJRT_Client_Compile's time
+  double compile_seconds = 0.0;        // compiling it (or loading it from the disk cache)
   mutable std::atomic<int64_t> runs{0};  // prepare_run calls
 };
 
@@ -41,6 +43,12 @@ class PjrtExecutor final : public Executor {
   static std::unique_ptr<PjrtExecutor> create(const std::string& plugin,
                                                const std::vector<std::string>& search_dirs = {},
                                                size_t capacity = 0);
+
+  // Keeps compiled executables under `dir`/<platform> too, and loads them from there instead
+  // of compiling (executable_disk_cache.h). Call before the first compile.
+  void use_disk_cache(const std::filesystem::path& dir);
+  // The disk cache, or null without one.
+  const ExecutableDiskCache* disk_cache() const { return disk_cache_.get(); }
 
   // "pjrt:<platform>", e.g. "pjrt:cpu".
   std::string name() const override;
@@ -113,6 +121,7 @@ class PjrtExecutor final : public Executor {
   Located locate(runtime::DeviceAddress address) const;
 
   std::shared_ptr<Client> client_;
+  std::unique_ptr<ExecutableDiskCache> disk_cache_;
   // Buffers of recent Scalars and small host storages, shared with queued runs.
   struct OperandBuffers;
   std::shared_ptr<OperandBuffers> operand_buffers_;

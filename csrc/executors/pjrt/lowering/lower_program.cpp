@@ -37,6 +37,19 @@ Tensor OpContext::tensor(size_t index) {
   return read_(static_cast<ir::ValueId>(argument.integer));
 }
 
+std::vector<Tensor> OpContext::tensor_list(size_t index) {
+  const ir::Argument& argument = arg(index);
+  if (argument.kind != ir::Argument::Kind::kTensorList) {
+    refuse("argument " + std::to_string(index) + " is not a tensor list");
+  }
+  std::vector<Tensor> tensors;
+  for (const int64_t id : argument.list) {
+    if (id == ir::kNoValue) refuse("an absent tensor in the list of argument " + std::to_string(index));
+    tensors.push_back(read_(static_cast<ir::ValueId>(id)));
+  }
+  return tensors;
+}
+
 const ir::TensorType& OpContext::tensor_type(size_t index) const {
   const ir::Argument& argument = arg(index);
   if (argument.kind != ir::Argument::Kind::kTensor) {

@@ -32,6 +32,8 @@ class OpContext {
   const ir::Argument& arg(size_t index) const;
   // The value of tensor argument `index` as of this node (program order).
   Tensor tensor(size_t index);
+  // The values of tensor-list argument `index` (every element present).
+  std::vector<Tensor> tensor_list(size_t index);
   // The layout and dtype of tensor argument `index`, without reading it.
   const ir::TensorType& tensor_type(size_t index) const;
   ir::DType tensor_dtype(size_t index) const;
@@ -60,10 +62,19 @@ OpLowering find_lowering(const std::string& op);
 // Every op with a lowering, sorted (for documentation and tests).
 std::vector<std::string> lowered_ops();
 
-// Shared by the families: the sum of `x` over `dims` (sorted, unique), in x's dtype, whose
-// result has the sizes `kept` (x's other dimensions). reduction.cpp.
+// Shared by the families (reduction.cpp): `x` reduced over `dims` (sorted, unique) with the
+// binary op `combine` ("stablehlo.add", "stablehlo.maximum") from `init` (a 0-d tensor of x's
+// dtype), whose result has the sizes `kept` (x's other dimensions); reduce_sum from zero.
+Tensor reduce(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
+              const std::vector<int64_t>& kept, const std::string& combine, const Tensor& init);
 Tensor reduce_sum(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
                   const std::vector<int64_t>& kept);
+// `x` reduced over dimension `dim` by `combine`, the dimension kept with size 1 (keepdim).
+Tensor reduce_keepdim(FunctionBuilder& builder, const Tensor& x, int64_t dim,
+                      const std::string& combine, const Tensor& init);
+// A dimension argument (negative counts from the end) as an index into `rank` dimensions;
+// refuses one out of range.
+int64_t normalized_dim(OpContext& context, int64_t dim, size_t rank);
 
 // Families (registry.cpp maps schema names to these).
 std::vector<Tensor> lower_add(OpContext& context);        // add.Tensor/.Scalar/.out/_.Tensor
@@ -93,6 +104,14 @@ std::vector<Tensor> lower_bmm(OpContext& context);        // bmm, bmm.out
 std::vector<Tensor> lower_addmm(OpContext& context);      // addmm, addmm.out
 std::vector<Tensor> lower_threshold_backward(OpContext& context);
 std::vector<Tensor> lower_mse_loss(OpContext& context);   // mse_loss (+ .out)
+std::vector<Tensor> lower_pow_scalar(OpContext& context);  // pow.Tensor_Scalar (+ .out, _)
+std::vector<Tensor> lower_silu(OpContext& context);       // silu, silu_, silu.out
+std::vector<Tensor> lower_silu_backward(OpContext& context);
+std::vector<Tensor> lower_cat(OpContext& context);        // cat, cat.out
+std::vector<Tensor> lower_log_softmax(OpContext& context);  // _log_softmax (+ .out)
+std::vector<Tensor> lower_log_softmax_backward(OpContext& context);
+std::vector<Tensor> lower_softmax(OpContext& context);      // _softmax (+ .out)
+std::vector<Tensor> lower_softmax_backward(OpContext& context);
 std::vector<Tensor> lower_mse_loss_backward(OpContext& context);
 std::vector<Tensor> lower_sum_dims(OpContext& context);   // sum.dim_IntList, sum.IntList_out
 std::vector<Tensor> lower_sum(OpContext& context);        // sum (all elements)

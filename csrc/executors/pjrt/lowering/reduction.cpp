@@ -49,17 +49,39 @@ Tensor sum_over(OpContext& context, std::vector<int64_t> dims, bool all, bool me
 
 }  // namespace
 
-Tensor reduce_sum(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
-                  const std::vector<int64_t>& kept) {
+Tensor reduce(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
+              const std::vector<int64_t>& kept, const std::string& combine, const Tensor& init) {
   const Tensor a = builder.region_argument(x.dtype);
   const Tensor b = builder.region_argument(x.dtype);
-  const std::string sum = builder.next_name();
+  const std::string result = builder.next_name();
   const std::string scalar = tensor_type(x.dtype, {});
-  const std::string region = "      " + sum + " = \"stablehlo.add\"(" + a.name + ", " + b.name +
+  const std::string region = "      " + result + " = \"" + combine + "\"(" + a.name + ", " + b.name +
                              ") : (" + scalar + ", " + scalar + ") -> " + scalar + "\n" +
-                             "      \"stablehlo.return\"(" + sum + ") : (" + scalar + ") -> ()\n";
-  return builder.op_with_region("stablehlo.reduce", {x, builder.zeros(x.dtype, {})}, x.dtype, kept,
+                             "      \"stablehlo.return\"(" + result + ") : (" + scalar + ") -> ()\n";
+  return builder.op_with_region("stablehlo.reduce", {x, init}, x.dtype, kept,
                                 "dimensions = " + i64_array(dims), {a, b}, region);
+}
+
+Tensor reduce_sum(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
+                  const std::vector<int64_t>& kept) {
+  return reduce(builder, x, dims, kept, "stablehlo.add", builder.zeros(x.dtype, {}));
+}
+
+Tensor reduce_keepdim(FunctionBuilder& builder, const Tensor& x, int64_t dim,
+                      const std::string& combine, const Tensor& init) {
+  std::vector<int64_t> kept;
+  std::vector<int64_t> keepdim = x.shape;
+  for (size_t d = 0; d < x.shape.size(); ++d) {
+    if (static_cast<int64_t>(d) != dim) kept.push_back(x.shape[d]);
+  }
+  keepdim[static_cast<size_t>(dim)] = 1;
+  return builder.reshape(reduce(builder, x, {dim}, kept, combine, init), keepdim);
+}
+
+int64_t normalized_dim(OpContext& context, int64_t dim, size_t rank) {
+  const auto r = static_cast<int64_t>(rank);
+  if (dim < -r || dim >= r || r == 0) context.refuse("dim " + std::to_string(dim) + " of rank " + std::to_string(r));
+  return dim < 0 ? dim + r : dim;
 }
 
 std::vector<Tensor> lower_sum_dims(OpContext& context) {
