@@ -110,9 +110,11 @@ class Executor {
   virtual void free(int chip, runtime::DeviceAddress buffer) = 0;
 
   // Copies queued on `stream` (asynchronous: host memory must stay valid until the stream
-  // reaches them; synchronize the stream to wait).
+  // reaches them; synchronize the stream to wait). `unit`: what the bytes are elements of, for
+  // an executor whose buffers are typed arrays (PJRT keeps them so, and programs read them
+  // without a conversion); others ignore it.
   virtual void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
-                              runtime::Stream& stream) = 0;
+                              runtime::Stream& stream, ir::DType unit = ir::DType::kUInt8) = 0;
   virtual void copy_to_host(runtime::DeviceAddress device, void* host, size_t bytes,
                             runtime::Stream& stream) = 0;
   virtual void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,

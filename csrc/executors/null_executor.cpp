@@ -38,7 +38,7 @@ runtime::MemoryStats NullExecutor::memory_stats(int) const {
 }
 
 void NullExecutor::copy_to_device(const void*, runtime::DeviceAddress, size_t bytes,
-                                  runtime::Stream&) {
+                                  runtime::Stream&, ir::DType) {
   bytes_copied_.fetch_add(static_cast<int64_t>(bytes));
 }
 

@@ -28,7 +28,7 @@ class NullExecutor : public Executor {
   runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) override;
   void free(int chip, runtime::DeviceAddress buffer) override;
   void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
-                      runtime::Stream& stream) override;
+                      runtime::Stream& stream, ir::DType unit = ir::DType::kUInt8) override;
   void copy_to_host(runtime::DeviceAddress device, void* host, size_t bytes,
                     runtime::Stream& stream) override;
   void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,

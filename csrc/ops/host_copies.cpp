@@ -5,6 +5,7 @@
 
 #include "engine/active_executor.h"
 #include "engine/launch.h"
+#include "ops/ir_recording.h"
 #include "privateuse1/storage_resize.h"
 
 namespace torch_tpu::ops {
@@ -92,7 +93,7 @@ std::optional<c10::Storage> HostCopies::tpu_storage_of(const at::Tensor& cpu) co
   return std::nullopt;
 }
 
-void upload_storage(const c10::Storage& storage, const at::Tensor& bytes) {
+void upload_storage(const c10::Storage& storage, const at::Tensor& bytes, ir::DType unit) {
   const size_t nbytes = storage.nbytes();
   TORCH_INTERNAL_ASSERT(bytes.is_contiguous() && static_cast<size_t>(bytes.nbytes()) == nbytes,
                         "upload_storage: ", bytes.nbytes(), " host bytes for a storage of ", nbytes);
@@ -100,7 +101,7 @@ void upload_storage(const c10::Storage& storage, const at::Tensor& bytes) {
   runtime::Stream& stream = stream_of(storage);
   engine::translate_errors([&] {
     engine::active_executor().copy_to_device(bytes.const_data_ptr(), address_of(storage), nbytes,
-                                             stream);
+                                             stream, unit);
   });
   // The executor may read the host bytes when the stream reaches the copy.
   stream.enqueue("tpu::release_host_copy", [keep = bytes] {});
@@ -115,7 +116,7 @@ void write_to_opaque(const at::Tensor& host, const at::Tensor& tpu) {
     at::Tensor typed = at::empty({0}, tpu.options().device(c10::kCPU));
     typed.set_(staged.storage(), 0, tpu.sizes(), tpu.strides());
     typed.copy_(host);
-    upload_storage(tpu.storage(), staged);
+    upload_storage(tpu.storage(), staged, to_ir_dtype(tpu.scalar_type()));
     return;
   }
   HostCopies copies;

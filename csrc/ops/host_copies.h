@@ -13,6 +13,7 @@
 #include <c10/core/Storage.h>
 
 #include "engine/active_executor.h"
+#include "ir/dtype.h"
 
 namespace torch_tpu::ops {
 
@@ -47,7 +48,10 @@ class HostCopies {
 void write_to_opaque(const at::Tensor& host, const at::Tensor& tpu);
 
 // Uploads `bytes` (a contiguous CPU tensor of the storage's size) as the whole of `storage`,
-// queued on the current stream; the host copy is kept until the stream has used it.
-void upload_storage(const c10::Storage& storage, const at::Tensor& bytes);
+// queued on the current stream; the host copy is kept until the stream has used it. `unit`:
+// the dtype the storage holds, when one tensor of that dtype covers it (executors keep typed
+// buffers so: executors/executor.h).
+void upload_storage(const c10::Storage& storage, const at::Tensor& bytes,
+                    ir::DType unit = ir::DType::kUInt8);
 
 }  // namespace torch_tpu::ops

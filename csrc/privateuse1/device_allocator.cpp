@@ -29,9 +29,10 @@ void delete_device_buffer(void* context) {
 }
 
 // A buffer of an executor whose buffers are opaque (PJRT): the executor's own, freed through it
-// behind the work issued so far (fused mode's pending ops bind their buffers at the flush).
-// The executor drives one device, whose current stream is where that work is. Deleters must
-// not throw; a buffer the executor no longer knows has nothing left to free.
+// at once (work already queued holds what it bound), or behind fused mode's pending ops, which
+// bind their buffers only at the flush. The executor drives one device, whose current stream is
+// where that work is. Deleters must not throw; a buffer the executor no longer knows has
+// nothing left to free.
 void delete_opaque_buffer(void* context) {
   if (context == nullptr) return;
   const auto address = reinterpret_cast<runtime::DeviceAddress>(context);
@@ -42,10 +43,14 @@ void delete_opaque_buffer(void* context) {
     }
   };
   try {
-    engine::after_issued_work(engine::current_stream(0), free_buffer);
+    runtime::Stream& stream = engine::current_stream(0);
+    if (engine::has_pending(stream)) {
+      engine::after_issued_work(stream, free_buffer);
+      return;
+    }
   } catch (const std::exception&) {
-    free_buffer();
   }
+  free_buffer();
 }
 
 // Fused mode: a handle without chip memory, which gets memory when a task first needs its

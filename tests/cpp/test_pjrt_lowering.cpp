@@ -15,17 +15,14 @@ using namespace torch_tpu::executors::pjrt::lowering;
 
 namespace {
 
-// neg of f32[2] in s0 into a fresh s1: bytes in, bitcast to f32, negate, bitcast back, bytes out.
+// neg of f32[2] in s0 into a fresh s1: each storage is an f32 array (its values' dtype), so the
+// module is the op alone.
 constexpr char kNegModule[] = R"mlir("builtin.module"() ({
   "func.func"() ({
-  ^bb0(%arg0: tensor<8xui8>):
-    %0 = "stablehlo.reshape"(%arg0) : (tensor<8xui8>) -> tensor<2x4xui8>
-    %1 = "stablehlo.bitcast_convert"(%0) : (tensor<2x4xui8>) -> tensor<2xf32>
-    %2 = "stablehlo.negate"(%1) : (tensor<2xf32>) -> tensor<2xf32>
-    %3 = "stablehlo.bitcast_convert"(%2) : (tensor<2xf32>) -> tensor<2x4xui8>
-    %4 = "stablehlo.reshape"(%3) : (tensor<2x4xui8>) -> tensor<8xui8>
-    "func.return"(%4) : (tensor<8xui8>) -> ()
-  }) {function_type = (tensor<8xui8>) -> (tensor<8xui8>), sym_name = "main"} : () -> ()
+  ^bb0(%arg0: tensor<2xf32>):
+    %0 = "stablehlo.negate"(%arg0) : (tensor<2xf32>) -> tensor<2xf32>
+    "func.return"(%0) : (tensor<2xf32>) -> ()
+  }) {function_type = (tensor<2xf32>) -> (tensor<2xf32>), sym_name = "main"} : () -> ()
 }) : () -> ()
 )mlir";
 
@@ -39,8 +36,9 @@ TEST(PjrtLowering, NegOfAVectorIsThisModule) {
   const Program program = unary_program("aten::neg", row_major(DType::kFloat32, {2}),
                                         row_major(DType::kFloat32, {2}));
   const LoweredProgram lowered = lower_program(program);
-  // Bytes in, bytes out: each storage is a ui8 array, reinterpreted inside the module.
+  // Typed in, typed out: no conversion at the program's edges (on a TPU each would relayout).
   EXPECT_EQ(lowered.mlir, kNegModule) << lowered.mlir;
+  EXPECT_EQ(lowered.storage_units, (std::vector<DType>{DType::kFloat32, DType::kFloat32}));
 }
 
 TEST(PjrtLowering, AddTakesOneParameterPerReadStorageAndItsAlpha) {
@@ -49,14 +47,30 @@ TEST(PjrtLowering, AddTakesOneParameterPerReadStorageAndItsAlpha) {
   EXPECT_EQ(lowered.result_storages, std::vector<StorageId>{2});
   EXPECT_EQ(lowered.scalar_kinds, std::vector<ScalarValue::Kind>{ScalarValue::Kind::kDouble});
   const std::string& text = lowered.mlir;
-  EXPECT_TRUE(contains(text, "^bb0(%arg0: tensor<128xui8>, %arg1: tensor<128xui8>, %arg2: tensor<f64>)"))
+  EXPECT_TRUE(contains(text, "^bb0(%arg0: tensor<32xf32>, %arg1: tensor<32xf32>, %arg2: tensor<f64>)"))
       << text;
   EXPECT_FALSE(contains(text, "%arg3")) << text;
   EXPECT_TRUE(contains(text, "\"stablehlo.add\"")) << text;
-  EXPECT_TRUE(contains(text, "\"stablehlo.bitcast_convert\"")) << text;
+  EXPECT_FALSE(contains(text, "\"stablehlo.bitcast_convert\"")) << text;
   EXPECT_TRUE(contains(text, "\"func.return\"")) << text;
   // The alpha's value is not in the text: one executable serves every value.
   EXPECT_FALSE(contains(text, "2.0")) << text;
+}
+
+TEST(PjrtLowering, AStorageViewedAsTwoDtypesStaysBytes) {
+  // s0 holds i32[4]; %1 = view of s0 as f32[4] (a value of another dtype over it), neg'd into s1.
+  Program program;
+  const StorageId s0 = program.add_storage(16, true);
+  const StorageId s1 = program.add_storage(16, false, /*live_out=*/true);
+  program.add_input(row_major(DType::kInt32, {4}), s0);
+  const ValueId as_float = program.add_input(row_major(DType::kFloat32, {4}), s0);
+  program.add_node(make_node("aten::neg", {Argument::tensor(as_float)},
+                             {{s0, Access::kRead}, {s1, Access::kWrite}}));
+  program.add_return(row_major(DType::kFloat32, {4}), s1);
+  const LoweredProgram lowered = lower_program(program);
+  EXPECT_EQ(lowered.storage_units, (std::vector<DType>{DType::kUInt8, DType::kFloat32}));
+  EXPECT_TRUE(contains(lowered.mlir, "^bb0(%arg0: tensor<16xui8>)")) << lowered.mlir;
+  EXPECT_TRUE(contains(lowered.mlir, "\"stablehlo.bitcast_convert\"")) << lowered.mlir;
 }
 
 TEST(PjrtLowering, ViewsEmitNothingAndStridedReadsGather) {

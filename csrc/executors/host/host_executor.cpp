@@ -72,7 +72,7 @@ class HostExecutor final : public Executor {
   }
 
   void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
-                      runtime::Stream& stream) override {
+                      runtime::Stream& stream, ir::DType = ir::DType::kUInt8) override {
     runtime::Chip& chip = chip_at(device);
     stream.enqueue("tpu::copy_to_device",
                    [&chip, host, device, bytes] { std::memcpy(chip.host_address(device), host, bytes); });

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "executors/pjrt/compile_options.h"
+#include "executors/pjrt/lowering/storage_bytes.h"
 #include "ir/verifier.h"
 
 namespace torch_tpu::executors::pjrt {
@@ -42,9 +43,38 @@ std::string hex(runtime::DeviceAddress address) {
   return text;
 }
 
-std::shared_ptr<const Buffer> upload(const Client& client, const void* bytes, int64_t size) {
-  const int64_t dims[1] = {size};
-  return std::make_shared<const Buffer>(client.copy_to_device(bytes, capi::BufferType::kU8, dims));
+capi::BufferType buffer_type_of(ir::DType unit) {
+  switch (unit) {
+    case ir::DType::kUInt8: return capi::BufferType::kU8;
+    case ir::DType::kInt8: return capi::BufferType::kS8;
+    case ir::DType::kInt16: return capi::BufferType::kS16;
+    case ir::DType::kInt32: return capi::BufferType::kS32;
+    case ir::DType::kInt64: return capi::BufferType::kS64;
+    case ir::DType::kUInt16: return capi::BufferType::kU16;
+    case ir::DType::kUInt32: return capi::BufferType::kU32;
+    case ir::DType::kUInt64: return capi::BufferType::kU64;
+    case ir::DType::kFloat16: return capi::BufferType::kF16;
+    case ir::DType::kBFloat16: return capi::BufferType::kBF16;
+    case ir::DType::kFloat32: return capi::BufferType::kF32;
+    case ir::DType::kFloat64: return capi::BufferType::kF64;
+    default: return capi::BufferType::kInvalid;
+  }
+}
+
+// The unit a buffer of `bytes` bytes given as `unit` elements is kept in: `unit` when the
+// plugin has that element type and it divides the bytes, else bytes.
+ir::DType usable_unit(ir::DType unit, int64_t bytes) {
+  if (buffer_type_of(unit) == capi::BufferType::kInvalid || bytes % ir::element_size(unit) != 0) {
+    return ir::DType::kUInt8;
+  }
+  return unit;
+}
+
+// `size` host bytes as a 1-D buffer of `unit` elements (usable_unit's).
+std::shared_ptr<const Buffer> upload(const Client& client, const void* bytes, int64_t size,
+                                     ir::DType unit = ir::DType::kUInt8) {
+  const int64_t dims[1] = {size / ir::element_size(unit)};
+  return std::make_shared<const Buffer>(client.copy_to_device(bytes, buffer_type_of(unit), dims));
 }
 
 // The slot's bytes on the host (zeros before its first write).
@@ -66,10 +96,16 @@ int64_t bytes_of(const Slot& slot) {
   return slot.bytes;
 }
 
-void install(Slot& slot, std::shared_ptr<const Buffer> buffer, int64_t bytes) {
+void install(Slot& slot, std::shared_ptr<const Buffer> buffer, int64_t bytes, ir::DType unit) {
   std::lock_guard<std::mutex> lock(slot.mutex);
   slot.buffer = std::move(buffer);
   slot.bytes = bytes;
+  slot.unit = unit;
+}
+
+ir::DType unit_of(const Slot& slot) {
+  std::lock_guard<std::mutex> lock(slot.mutex);
+  return slot.unit;
 }
 
 void check_range(const char* what, int64_t offset, size_t bytes, int64_t slot_bytes) {
@@ -102,10 +138,36 @@ struct PjrtExecutor::OperandBuffers {
     return get(client, type, data, as_bool ? 1 : 8, {});
   }
 
-  // `bytes` host bytes as a ui8[bytes] buffer, uploaded now.
-  std::shared_ptr<const Buffer> host_bytes(const Client& client, const void* data, int64_t bytes) {
-    if (static_cast<size_t>(bytes) > kMaxHostBytes) return upload(client, data, bytes);
-    return get(client, capi::BufferType::kU8, data, static_cast<size_t>(bytes), {bytes});
+  // `bytes` host bytes as a 1-D buffer of `unit` elements, uploaded now.
+  std::shared_ptr<const Buffer> host_bytes(const Client& client, const void* data, int64_t bytes,
+                                           ir::DType unit) {
+    if (static_cast<size_t>(bytes) > kMaxHostBytes) return upload(client, data, bytes, unit);
+    return get(client, buffer_type_of(unit), data, static_cast<size_t>(bytes),
+               {bytes / ir::element_size(unit)});
+  }
+
+  // `buffer` (a storage of `bytes` bytes as `from` units) as `to` units, on the device; the
+  // conversion program is compiled once per (from, to, bytes).
+  std::shared_ptr<const Buffer> convert(const Client& client, const Buffer& buffer, ir::DType from,
+                                        ir::DType to, int64_t bytes) {
+    const std::string key = std::to_string(static_cast<int>(from)) + ">" +
+                            std::to_string(static_cast<int>(to)) + ":" + std::to_string(bytes);
+    std::shared_ptr<const LoadedExecutable> program;
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (auto found = conversions.find(key); found != conversions.end()) program = found->second;
+    }
+    if (program == nullptr) {
+      program = std::make_shared<const LoadedExecutable>(
+          client.compile(lowering::conversion_module(from, to, bytes)));
+      std::lock_guard<std::mutex> lock(mutex);
+      conversions.emplace(key, program);
+    }
+    const Buffer* argument = &buffer;
+    Event done;
+    std::vector<Buffer> outputs = program->execute({&argument, 1}, &done);
+    done.await();
+    return std::make_shared<const Buffer>(std::move(outputs.front()));
   }
 
  private:
@@ -126,6 +188,7 @@ struct PjrtExecutor::OperandBuffers {
 
   std::mutex mutex;
   std::map<std::string, std::shared_ptr<const Buffer>> buffers;
+  std::map<std::string, std::shared_ptr<const LoadedExecutable>> conversions;
 };
 
 PjrtExecutor::PjrtExecutor(std::shared_ptr<Client> client, size_t capacity)
@@ -228,7 +291,8 @@ Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable
       if (compiled->storage_on_host[static_cast<size_t>(s)]) {
         bound.push_back({s, {}, operand_buffers_->host_bytes(
                                     *client_, reinterpret_cast<const void*>(address),
-                                    compiled->storage_bytes[static_cast<size_t>(s)])});
+                                    compiled->storage_bytes[static_cast<size_t>(s)],
+                                    lowered.storage_units[static_cast<size_t>(s)])});
       } else {
         bound.push_back({s, locate(address), nullptr});
       }
@@ -262,10 +326,16 @@ Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable
                                     " bytes in the program but its buffer has " +
                                     std::to_string(at.slot->bytes));
       }
-      // A slot never written reads as zeros; the zeros become its buffer.
+      // A slot never written reads as zeros; the zeros become its buffer. One another program
+      // wrote in other units is converted on the device, and keeps the new units.
+      const ir::DType unit = compiled->lowered.storage_units[static_cast<size_t>(s)];
       if (at.slot->buffer == nullptr) {
         const std::vector<unsigned char> zeros(static_cast<size_t>(expected), 0);
-        at.slot->buffer = upload(*client, zeros.data(), expected);
+        at.slot->buffer = upload(*client, zeros.data(), expected, unit);
+        at.slot->unit = unit;
+      } else if (at.slot->unit != unit) {
+        at.slot->buffer = operand_cache->convert(*client, *at.slot->buffer, at.slot->unit, unit, expected);
+        at.slot->unit = unit;
       }
       arguments.push_back(at.slot->buffer);
     }
@@ -282,7 +352,8 @@ Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable
     for (size_t r = 0; r < results.size(); ++r) {
       const auto& [s, at, host] = results[r];
       install(*at.slot, std::make_shared<const Buffer>(std::move(outputs[r])),
-              compiled->storage_bytes[static_cast<size_t>(s)]);
+              compiled->storage_bytes[static_cast<size_t>(s)],
+              compiled->lowered.storage_units[static_cast<size_t>(s)]);
     }
   };
   return {compiled->op_name, std::move(task)};
@@ -384,15 +455,16 @@ std::shared_ptr<const Buffer> PjrtExecutor::current_buffer(runtime::DeviceAddres
 }
 
 void PjrtExecutor::copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
-                                  runtime::Stream& stream) {
+                                  runtime::Stream& stream, ir::DType unit) {
   const Located at = locate(device);
   if (at.slot == nullptr) throw std::invalid_argument(hex(device) + " is not a PJRT buffer");
   if (at.offset == 0 && static_cast<int64_t>(bytes) == bytes_of(*at.slot)) {
     // PJRT copies the host bytes during the call; the new buffer replaces the slot's in stream
     // order, after the work queued before that still reads the old one.
+    const ir::DType kept = usable_unit(unit, static_cast<int64_t>(bytes));
     stream.enqueue("tpu::copy_to_device",
-                   [at, buffer = upload(*client_, host, static_cast<int64_t>(bytes))]() mutable {
-                     install(*at.slot, std::move(buffer), bytes_of(*at.slot));
+                   [at, kept, buffer = upload(*client_, host, static_cast<int64_t>(bytes), kept)]() mutable {
+                     install(*at.slot, std::move(buffer), bytes_of(*at.slot), kept);
                    });
     return;
   }
@@ -400,12 +472,14 @@ void PjrtExecutor::copy_to_device(const void* host, runtime::DeviceAddress devic
     const int64_t slot_bytes = bytes_of(*at.slot);
     check_range("copy_to_device", at.offset, bytes, slot_bytes);
     if (at.offset == 0 && static_cast<int64_t>(bytes) == slot_bytes) {
-      install(*at.slot, upload(*client, host, slot_bytes), slot_bytes);
+      install(*at.slot, upload(*client, host, slot_bytes, unit_of(*at.slot)), slot_bytes,
+              unit_of(*at.slot));
       return;
     }
     std::vector<unsigned char> whole = download(*at.slot);
     std::memcpy(whole.data() + at.offset, host, bytes);
-    install(*at.slot, upload(*client, whole.data(), slot_bytes), slot_bytes);
+    const ir::DType current = unit_of(*at.slot);
+    install(*at.slot, upload(*client, whole.data(), slot_bytes, current), slot_bytes, current);
   });
 }
 
@@ -440,16 +514,18 @@ void PjrtExecutor::copy_on_device(runtime::DeviceAddress from, runtime::DeviceAd
   stream.enqueue("tpu::copy_on_device", [client = client_, source, target, bytes] {
     std::shared_ptr<const Buffer> shared;
     int64_t source_bytes = 0;
+    ir::DType source_unit = ir::DType::kUInt8;
     {
       std::lock_guard<std::mutex> lock(source.slot->mutex);
       shared = source.slot->buffer;
       source_bytes = source.slot->bytes;
+      source_unit = source.slot->unit;
     }
     const int64_t whole_target = bytes_of(*target.slot);
     // Buffers are immutable: a whole copy is the same buffer in a second slot.
     if (source.offset == 0 && target.offset == 0 && static_cast<int64_t>(bytes) == source_bytes &&
         source_bytes == whole_target) {
-      install(*target.slot, std::move(shared), whole_target);
+      install(*target.slot, std::move(shared), whole_target, source_unit);
       return;
     }
     const std::vector<unsigned char> from_bytes = download(*source.slot);
@@ -458,7 +534,8 @@ void PjrtExecutor::copy_on_device(runtime::DeviceAddress from, runtime::DeviceAd
     check_range("copy_on_device", target.offset, bytes, target_bytes);
     std::vector<unsigned char> whole = download(*target.slot);
     if (bytes > 0) std::memcpy(whole.data() + target.offset, from_bytes.data() + source.offset, bytes);
-    install(*target.slot, upload(*client, whole.data(), target_bytes), target_bytes);
+    const ir::DType current = unit_of(*target.slot);
+    install(*target.slot, upload(*client, whole.data(), target_bytes, current), target_bytes, current);
   });
 }
 

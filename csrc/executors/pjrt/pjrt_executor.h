@@ -1,9 +1,11 @@
 // The PJRT executor (DESIGN §2, §3): compiles IR programs to StableHLO (lowering/) and runs them
 // on a PJRT client's first device, in stream order. PJRT buffers are immutable, so a storage is
-// a slot holding its CURRENT buffer (raw bytes, `ui8[N]`): a run reads the slots of the storages
+// a slot holding its CURRENT buffer: a run reads the slots of the storages
 // it reads and installs new buffers into the slots of the live-out storages it writes, and a
 // copy into a storage replaces its buffer. Device addresses are handles into the slot table,
-// never host addresses. Torch-free; thread-safe.
+// never host addresses. A buffer is a 1-D array of the storage's unit (its dtype, or bytes for a
+// storage viewed as several dtypes: lowering/storage_bytes.h); one a program expects in other
+// units is converted on the device first. Torch-free; thread-safe.
 #pragma once
 
 #include <atomic>
@@ -76,7 +78,7 @@ class PjrtExecutor final : public Executor {
   // of a whole slot into an equal-sized one shares the immutable buffer. A copy of part of a
   // slot (an address inside it, or fewer bytes) round-trips the whole slot through host memory.
   void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
-                      runtime::Stream& stream) override;
+                      runtime::Stream& stream, ir::DType unit = ir::DType::kUInt8) override;
   void copy_to_host(runtime::DeviceAddress device, void* host, size_t bytes,
                     runtime::Stream& stream) override;
   void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
@@ -111,6 +113,8 @@ class PjrtExecutor final : public Executor {
     mutable std::mutex mutex;
     int64_t bytes = 0;
     std::shared_ptr<const Buffer> buffer;
+    // The buffer's element type: a 1-D array of bytes / element_size(unit) elements.
+    ir::DType unit = ir::DType::kUInt8;
   };
 
  private:

@@ -117,14 +117,25 @@ LoweredProgram lower_program(const ir::Program& program) {
       }
     }
   }
-  // Each storage's current bytes, as of the node being lowered.
+  // Each storage's unit: the dtype all its values share, else bytes (storage_bytes.h).
+  std::vector<std::vector<ir::DType>> value_dtypes(storage_count);
+  for (const ir::Value& value : program.values) {
+    value_dtypes[static_cast<size_t>(value.storage)].push_back(value.type.dtype);
+  }
+  for (size_t s = 0; s < storage_count; ++s) {
+    lowered.storage_units.push_back(storage_unit(value_dtypes[s], program.storages[s].bytes));
+  }
+  const auto units_of = [&](size_t s) {
+    return program.storages[s].bytes / ir::element_size(lowered.storage_units[s]);
+  };
+  // Each storage's current contents, as of the node being lowered.
   std::vector<std::optional<Tensor>> current(storage_count);
   for (size_t s = 0; s < storage_count; ++s) {
     const ir::Storage& storage = program.storages[s];
     // A host storage (a CPU tensor or wrapped number) is a parameter like a device one: its
     // bytes are uploaded when the program runs.
     if ((storage.external || storage.on_host) && accessed[s]) {
-      current[s] = builder.parameter(ir::DType::kUInt8, {storage.bytes});
+      current[s] = builder.parameter(lowered.storage_units[s], {units_of(s)});
       lowered.parameter_storages.push_back(static_cast<ir::StorageId>(s));
     }
   }
@@ -145,7 +156,7 @@ LoweredProgram lower_program(const ir::Program& program) {
   auto storage_bytes = [&](ir::StorageId s) -> const Tensor& {
     std::optional<Tensor>& bytes = current[static_cast<size_t>(s)];
     // A created storage before its first write: its bytes are unspecified; zeros will do.
-    if (!bytes) bytes = builder.zeros(ir::DType::kUInt8, {program.storages[static_cast<size_t>(s)].bytes});
+    if (!bytes) bytes = builder.zeros(lowered.storage_units[static_cast<size_t>(s)], {units_of(static_cast<size_t>(s))});
     return *bytes;
   };
   auto read = [&](ir::ValueId id) {
@@ -185,7 +196,7 @@ LoweredProgram lower_program(const ir::Program& program) {
       }
       std::optional<Tensor>& bytes = current[static_cast<size_t>(value.storage)];
       bytes = write_value(builder, bytes, program.storages[static_cast<size_t>(value.storage)].bytes,
-                          value.type, result);
+                          lowered.storage_units[static_cast<size_t>(value.storage)], value.type, result);
       covered[static_cast<size_t>(value.storage)] = true;
     }
     for (const ir::StorageAccess& access : node.accesses) {

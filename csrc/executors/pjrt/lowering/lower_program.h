@@ -16,12 +16,15 @@ namespace torch_tpu::executors::pjrt::lowering {
 
 struct LoweredProgram {
   std::string mlir;
-  // Module parameter i < parameter_storages.size() is that storage's bytes.
+  // Module parameter i < parameter_storages.size() is that storage's contents.
   std::vector<ir::StorageId> parameter_storages;
   // The following parameters: the program's dynamic scalars, in order, of these kinds.
   std::vector<ir::ScalarValue::Kind> scalar_kinds;
-  // Result i is the final bytes of this storage.
+  // Result i is the final contents of this storage.
   std::vector<ir::StorageId> result_storages;
+  // Per program storage: the element type of its parameter and result, `tensor<N x unit>`
+  // (bytes / element size elements): a dtype its values share, or kUInt8 (storage_bytes.h).
+  std::vector<ir::DType> storage_units;
 };
 
 // Throws executors::NotSupported whose message starts with "not supported yet: " for what the
