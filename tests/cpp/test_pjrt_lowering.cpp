@@ -109,3 +109,12 @@ TEST(PjrtLowering, TableListsTheFirstOps) {
     EXPECT_NE(std::find(ops.begin(), ops.end(), op), ops.end()) << op;
   }
 }
+
+TEST(PjrtLowering, EmptyStoragesAreNeitherParametersNorResults) {
+  // An empty tensor's storage has no buffer (a null data pointer): nothing to pass or return.
+  const Program program = unary_program("aten::neg", row_major(DType::kFloat32, {0}),
+                                        row_major(DType::kFloat32, {0}));
+  const LoweredProgram lowered = lower_program(program);
+  EXPECT_TRUE(lowered.parameter_storages.empty());
+  EXPECT_TRUE(lowered.result_storages.empty());
+}

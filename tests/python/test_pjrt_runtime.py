@@ -108,6 +108,19 @@ print(json.dumps({"errors": errors, "fallbacks": m["fallbacks"]}))
     assert fell_back == [], result["fallbacks"]
 
 
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_empty_tensors(mode):
+    result = run_json(f"""
+torch_tpu.set_mode("{mode}")
+x = torch.empty(0, 3, device="tpu")
+y = (x * 2 + 1).sum(dim=0)
+z = torch.cat([torch.ones(2, device="tpu"), torch.empty(0, device="tpu")])
+print(json.dumps({{"shape": list((x.neg()).cpu().shape), "sum": y.cpu().tolist(),
+                   "cat": z.cpu().tolist()}}))
+""")
+    assert result == {"shape": [0, 3], "sum": [0.0, 0.0, 0.0], "cat": [1.0, 1.0]}
+
+
 def test_views_and_in_place_writes_keep_cpu_aliasing():
     result = run_json("""
 a = torch.arange(24, dtype=torch.float32).reshape(4, 6)
@@ -167,7 +180,7 @@ import copy
 tpu_model = copy.deepcopy(cpu_model).to("tpu")
 data, target = torch.randn(8, 16), torch.randn(8, 4)
 def train(model, device):
-    opt = torch.optim.SGD(model.parameters(), lr=0.05, momentum=0.9)
+    opt = torch.optim.AdamW(model.parameters(), lr=0.01)
     x, t = data.to(device), target.to(device)
     losses = []
     for _ in range(5):
@@ -187,6 +200,8 @@ print(json.dumps({{"tpu": tpu_losses, "cpu": cpu_losses, "weights": weight_error
 """)
     assert result["tpu"] == pytest.approx(result["cpu"], rel=1e-4, abs=1e-6)
     assert result["weights"] < 1e-5
+    # AdamW's multi-tensor ops run as their per-tensor ops' programs, none on the host.
+    assert result["fallbacks"] == {}, result["fallbacks"]
     if mode == "fused":
         assert result["runs"] == 0  # ops ran inside flushed programs, none alone
     else:

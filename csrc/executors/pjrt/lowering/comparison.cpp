@@ -9,10 +9,6 @@ namespace {
 
 using ir::DType;
 
-bool is_floating(DType dtype) {
-  return dtype == DType::kFloat16 || dtype == DType::kFloat32 || dtype == DType::kFloat64 ||
-         dtype == DType::kBFloat16;
-}
 
 std::vector<Tensor> compare(OpContext& context, const char* direction) {
   const ir::TensorType& out = context.return_type(0);

@@ -39,9 +39,13 @@ std::vector<Tensor> lower_mse_loss(OpContext& context) {
   const std::vector<int64_t>& shape = context.tensor_type(0).sizes;
   if (context.tensor_type(1).sizes != shape) context.refuse("a target of another shape (broadcast)");
   FunctionBuilder& builder = context.builder();
-  const Tensor difference = builder.binary("stablehlo.subtract", operand(context, 0, compute, shape),
-                                           operand(context, 1, compute, shape));
-  Tensor loss = builder.binary("stablehlo.multiply", difference, difference);
+  // In half precision ATen rounds the difference and the square each to the input's dtype.
+  const auto rounded = [&](const Tensor& value) {
+    return compute == out.dtype ? value : builder.convert(builder.convert(value, out.dtype), compute);
+  };
+  const Tensor difference = rounded(builder.binary(
+      "stablehlo.subtract", operand(context, 0, compute, shape), operand(context, 1, compute, shape)));
+  Tensor loss = rounded(builder.binary("stablehlo.multiply", difference, difference));
   const Reduction reduction = reduction_of(context, 2);
   if (reduction != kNone) {
     std::vector<int64_t> dims;

@@ -134,7 +134,8 @@ LoweredProgram lower_program(const ir::Program& program) {
     const ir::Storage& storage = program.storages[s];
     // A host storage (a CPU tensor or wrapped number) is a parameter like a device one: its
     // bytes are uploaded when the program runs.
-    if ((storage.external || storage.on_host) && accessed[s]) {
+    // An empty storage (an empty tensor's, whose data pointer is null) has nothing to pass.
+    if ((storage.external || storage.on_host) && accessed[s] && storage.bytes > 0) {
       current[s] = builder.parameter(lowered.storage_units[s], {units_of(s)});
       lowered.parameter_storages.push_back(static_cast<ir::StorageId>(s));
     }
@@ -208,7 +209,7 @@ LoweredProgram lower_program(const ir::Program& program) {
 
   std::vector<Tensor> results;
   for (size_t s = 0; s < storage_count; ++s) {
-    if (!written[s] || !program.storages[s].live_out) continue;
+    if (!written[s] || !program.storages[s].live_out || program.storages[s].bytes == 0) continue;
     results.push_back(*current[s]);
     lowered.result_storages.push_back(static_cast<ir::StorageId>(s));
   }

@@ -19,12 +19,12 @@ std::string join_names(const std::vector<Tensor>& tensors) {
   return text;
 }
 
-bool is_float(ir::DType dtype) {
+}  // namespace
+
+bool is_floating(ir::DType dtype) {
   return dtype == ir::DType::kFloat16 || dtype == ir::DType::kFloat32 ||
          dtype == ir::DType::kFloat64 || dtype == ir::DType::kBFloat16;
 }
-
-}  // namespace
 
 std::string element_type(ir::DType dtype) {
   using ir::DType;
@@ -123,7 +123,7 @@ Tensor FunctionBuilder::splat(const std::string& literal, ir::DType dtype,
 }
 
 Tensor FunctionBuilder::zeros(ir::DType dtype, std::vector<int64_t> shape) {
-  const char* literal = dtype == ir::DType::kBool ? "false" : is_float(dtype) ? "0.000000e+00" : "0";
+  const char* literal = dtype == ir::DType::kBool ? "false" : is_floating(dtype) ? "0.000000e+00" : "0";
   return splat(literal, dtype, std::move(shape));
 }
 

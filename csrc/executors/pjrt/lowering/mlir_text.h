@@ -14,6 +14,9 @@
 
 namespace torch_tpu::executors::pjrt::lowering {
 
+// f16, bf16, f32 or f64.
+bool is_floating(ir::DType dtype);
+
 // The MLIR element type of `dtype` ("f32", "i64", "i1" for bool, "ui8", "bf16", ...). Throws
 // executors::NotSupported "not supported yet: ..." for complex, quantized and float8 types.
 std::string element_type(ir::DType dtype);

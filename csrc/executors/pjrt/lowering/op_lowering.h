@@ -105,6 +105,9 @@ std::vector<Tensor> lower_addmm(OpContext& context);      // addmm, addmm.out
 std::vector<Tensor> lower_threshold_backward(OpContext& context);
 std::vector<Tensor> lower_mse_loss(OpContext& context);   // mse_loss (+ .out)
 std::vector<Tensor> lower_pow_scalar(OpContext& context);  // pow.Tensor_Scalar (+ .out, _)
+std::vector<Tensor> lower_addcmul(OpContext& context);    // addcmul (+ .out, _)
+std::vector<Tensor> lower_addcdiv(OpContext& context);    // addcdiv (+ .out, _)
+std::vector<Tensor> lower_lerp_scalar(OpContext& context);  // lerp.Scalar (+ .Scalar_out, _)
 std::vector<Tensor> lower_silu(OpContext& context);       // silu, silu_, silu.out
 std::vector<Tensor> lower_silu_backward(OpContext& context);
 std::vector<Tensor> lower_cat(OpContext& context);        // cat, cat.out

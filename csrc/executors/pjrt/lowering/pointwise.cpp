@@ -130,4 +130,57 @@ std::vector<Tensor> lower_relu(OpContext& context) {
   return {builder.binary("stablehlo.maximum", x, builder.zeros(out.dtype, out.sizes))};
 }
 
+// addcmul(self, tensor1, tensor2, *, value) = self + value * tensor1 * tensor2, and addcdiv with
+// tensor1 / tensor2, in ATen's order of operations; value is a run-time Scalar.
+// Half precision computes in f32 and rounds once, as ATen's CPU kernels for these ops do.
+ir::TensorType computed_in_f32(const ir::TensorType& out) {
+  ir::TensorType compute = out;
+  if (out.dtype == DType::kFloat16 || out.dtype == DType::kBFloat16) compute.dtype = DType::kFloat32;
+  return compute;
+}
+
+std::vector<Tensor> add_product_or_quotient(OpContext& context, const char* op) {
+  const ir::TensorType& out = context.return_type(0);
+  if (!is_floating(out.dtype)) context.refuse("a non-floating output");
+  const ir::TensorType compute = computed_in_f32(out);
+  FunctionBuilder& builder = context.builder();
+  const Tensor self = operand(context, 0, compute);
+  const Tensor t1 = operand(context, 1, compute);
+  const Tensor t2 = operand(context, 2, compute);
+  const Tensor value = operand(context, 3, compute);
+  const Tensor scaled = builder.binary("stablehlo.multiply", value, t1);
+  return {builder.convert(builder.binary("stablehlo.add", self, builder.binary(op, scaled, t2)),
+                          out.dtype)};
+}
+
+std::vector<Tensor> lower_addcmul(OpContext& context) {
+  return add_product_or_quotient(context, "stablehlo.multiply");
+}
+std::vector<Tensor> lower_addcdiv(OpContext& context) {
+  return add_product_or_quotient(context, "stablehlo.divide");
+}
+
+// lerp.Scalar(self, end, weight): ATen's two-sided form, self + w * (end - self) below w = 0.5
+// and end - (end - self) * (1 - w) from it, so lerp(a, b, 1) is exactly b.
+std::vector<Tensor> lower_lerp_scalar(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  if (!is_floating(out.dtype)) context.refuse("a non-floating output");
+  const ir::TensorType compute = computed_in_f32(out);
+  FunctionBuilder& builder = context.builder();
+  const Tensor self = operand(context, 0, compute);
+  const Tensor end = operand(context, 1, compute);
+  const Tensor weight = operand(context, 2, compute);
+  const Tensor diff = builder.binary("stablehlo.subtract", end, self);
+  const Tensor low = builder.binary("stablehlo.add", self, builder.binary("stablehlo.multiply", weight, diff));
+  const Tensor one = builder.splat("1.0", compute.dtype, out.sizes);
+  const Tensor high = builder.binary(
+      "stablehlo.subtract", end,
+      builder.binary("stablehlo.multiply", diff, builder.binary("stablehlo.subtract", one, weight)));
+  const Tensor half = builder.splat("0.5", compute.dtype, out.sizes);
+  const Tensor below = builder.op("stablehlo.compare", {weight, half}, DType::kBool, out.sizes,
+                                  "comparison_direction = #stablehlo<comparison_direction LT>");
+  return {builder.convert(builder.op("stablehlo.select", {below, low, high}, compute.dtype, out.sizes),
+                          out.dtype)};
+}
+
 }  // namespace torch_tpu::executors::pjrt::lowering
