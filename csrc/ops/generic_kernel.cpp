@@ -165,6 +165,23 @@ void write_back_live_view(const LiveView& live, const OpPlan& plan, c10::Device 
                  {{&live.tpu, true}});
 }
 
+// Appends a CPU kernel's results to `results`, each tensor as `on_chip` makes it a tpu tensor.
+template <typename OnChip>
+void append_results_on_chip(torch::jit::Stack& cpu_stack, const OnChip& on_chip,
+                            torch::jit::Stack& results) {
+  for (c10::IValue& value : cpu_stack) {
+    if (value.isTensor()) {
+      results.push_back(on_chip(value.toTensor()));
+    } else if (value.isTensorList()) {
+      c10::List<at::Tensor> list;
+      for (const at::Tensor& element : value.toTensorList()) list.push_back(on_chip(element));
+      results.push_back(std::move(list));
+    } else {
+      results.push_back(std::move(value));
+    }
+  }
+}
+
 // The synchronous fallback on opaque buffers (ops/host_copies.h): the CPU kernel runs on host
 // copies of its tpu arguments' storages (views of one storage share one copy), and the
 // storages it writes are uploaded again. Appends the op's results to `results`.
@@ -204,17 +221,7 @@ void run_fallback_on_host_copies(const c10::OperatorHandle& op, const OpPlan& pl
     write_to_opaque(result, tpu);
     return tpu;
   };
-  for (c10::IValue& value : cpu_stack) {
-    if (value.isTensor()) {
-      results.push_back(on_chip(value.toTensor()));
-    } else if (value.isTensorList()) {
-      c10::List<at::Tensor> list;
-      for (const at::Tensor& element : value.toTensorList()) list.push_back(on_chip(element));
-      results.push_back(std::move(list));
-    } else {
-      results.push_back(std::move(value));
-    }
-  }
+  append_results_on_chip(cpu_stack, on_chip, results);
 }
 
 // The synchronous fallback: waits for the chip, runs the CPU kernel on views of chip memory.
@@ -247,17 +254,7 @@ void run_sync_fallback(const c10::OperatorHandle& op, const OpPlan& plan, c10::D
                    [target, result] { target.cpu_view().copy_(result); }, {{&tpu, true}});
     return tpu;
   };
-  for (c10::IValue& value : cpu_stack) {
-    if (value.isTensor()) {
-      results.push_back(on_chip(value.toTensor()));
-    } else if (value.isTensorList()) {
-      c10::List<at::Tensor> list;
-      for (const at::Tensor& element : value.toTensorList()) list.push_back(on_chip(element));
-      results.push_back(std::move(list));
-    } else {
-      results.push_back(std::move(value));
-    }
-  }
+  append_results_on_chip(cpu_stack, on_chip, results);
 }
 
 // True for ops that only update arguments in place (add_, _fused_adam_): no out= arguments,

@@ -7,7 +7,8 @@ program it ran (Strict mode's one-node executables and fused mode's programs, ea
 module), compiles each ahead of time for the TPU topology through libtpu (no TPU needed), and
 prints per program and in total: flops, bytes accessed, XLA's estimated time, arithmetic
 intensity, the device memory (HBM) a run needs, compile time and how often it ran, and which
-programs failed to compile for TPU and why. Totals weigh each program by its runs.
+programs failed to compile for TPU and why. Totals weigh each program by its runs; a program
+XLA has no time model of shows "—" and adds nothing to the estimated total (it is counted).
 
 The compiles run in a child process: libtpu is a second PJRT plugin, kept out of the process
 that ran the script on the CPU plugin.
@@ -61,7 +62,8 @@ def compile_for_topology(modules: list, topology: str, plugin: str = "tpu") -> d
 def summarize(programs: list, compiled: dict) -> dict:
     """Per-program rows and run-weighted totals from the runtime's programs and their reports."""
     rows, failures = [], []
-    totals = {"flops": 0.0, "bytes_accessed": 0.0, "estimated_seconds": 0.0, "runs": 0}
+    totals = {"flops": 0.0, "bytes_accessed": 0.0, "estimated_seconds": 0.0, "runs": 0,
+              "programs_without_estimate": 0}
     for program, report in zip(programs, compiled["reports"]):
         if "error" in report:
             failures.append({"program": program["name"], "runs": program["runs"],
@@ -70,7 +72,11 @@ def summarize(programs: list, compiled: dict) -> dict:
         cost = report["cost"]
         flops = cost.get("flops", 0.0)
         accessed = cost.get("bytes accessed", 0.0)
-        seconds = cost.get("optimal_seconds", 0.0)
+        # XLA answers a negative optimal_seconds for a program it has no time model of.
+        seconds = cost.get("optimal_seconds", -1.0)
+        if seconds < 0:
+            seconds = None
+            totals["programs_without_estimate"] += 1
         hbm = (report["argument_bytes"] + report["output_bytes"] - report["alias_bytes"]
                + report["temp_bytes"] + report["generated_code_bytes"])
         rows.append({"program": program["name"], "runs": program["runs"], "flops": flops,
@@ -80,7 +86,7 @@ def summarize(programs: list, compiled: dict) -> dict:
                      "cpu_compile_seconds": program["compile_seconds"]})
         totals["flops"] += flops * program["runs"]
         totals["bytes_accessed"] += accessed * program["runs"]
-        totals["estimated_seconds"] += seconds * program["runs"]
+        totals["estimated_seconds"] += (seconds or 0.0) * program["runs"]
         totals["runs"] += program["runs"]
     totals["intensity"] = totals["flops"] / totals["bytes_accessed"] if totals["bytes_accessed"] else 0.0
     totals["peak_program_hbm_bytes"] = max((r["hbm_bytes"] for r in rows), default=0)
@@ -94,15 +100,19 @@ def _print(summary: dict, topology: str, platform: str) -> None:
               f"{'flop/B':>8}{'HBM MB':>9}{'compile s':>11}")
     print(header)
     print("-" * len(header))
-    for r in sorted(summary["rows"], key=lambda r: -r["estimated_seconds"] * r["runs"]):
+    for r in sorted(summary["rows"], key=lambda r: -(r["estimated_seconds"] or 0.0) * r["runs"]):
+        estimate = "—" if r["estimated_seconds"] is None else f"{r['estimated_seconds'] * 1e6:.2f}"
         print(f"{r['program'][:43]:<44}{r['runs']:>6}{r['flops'] / 1e6:>10.3f}"
-              f"{r['bytes_accessed'] / 1e6:>13.3f}{r['estimated_seconds'] * 1e6:>10.2f}"
+              f"{r['bytes_accessed'] / 1e6:>13.3f}{estimate:>10}"
               f"{r['intensity']:>8.2f}{r['hbm_bytes'] / 1e6:>9.2f}{r['tpu_compile_seconds']:>11.2f}")
     t = summary["totals"]
     print("-" * len(header))
     print(f"{'total (each program times its runs)':<44}{t['runs']:>6}{t['flops'] / 1e6:>10.3f}"
           f"{t['bytes_accessed'] / 1e6:>13.3f}{t['estimated_seconds'] * 1e6:>10.2f}"
           f"{t['intensity']:>8.2f}{t['peak_program_hbm_bytes'] / 1e6:>9.2f}")
+    if t["programs_without_estimate"]:
+        print(f"({t['programs_without_estimate']} programs have no time estimate from XLA: "
+              "counted as 0 in the total)")
     if summary["failures"]:
         print(f"\n{len(summary['failures'])} programs did not compile for {topology}:")
         for failure in summary["failures"]:

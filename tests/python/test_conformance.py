@@ -1,7 +1,8 @@
 """The CI tier of the conformance sweeps: fixed samples of OpInfo entries and Hugging Face
 architectures, in Strict, Debug (OpInfo) and Fused mode, each failing on any regression from
 the committed full reports in conformance/reports/ (fused mode is held to Strict's report;
-conformance/*/fast_tier.py lists the samples)."""
+conformance/*/fast_tier.py lists the samples); the OpInfo tier also on the PJRT runtime (the
+CPU plugin), held to that runtime's report."""
 
 import os
 import subprocess
@@ -15,16 +16,24 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 CHILD_TIMEOUT_S = 1100
 
 
-def run_check(module: str, mode: str) -> subprocess.CompletedProcess:
+def run_check(module: str, mode: str, runtime: str = "host") -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TPU_", "TPU_"))}
     return subprocess.run([sys.executable, "-m", module, "--tier", "fast", "--mode", mode,
-                           "--check"], cwd=REPO, env=env, capture_output=True, text=True,
-                          timeout=CHILD_TIMEOUT_S)
+                           "--runtime", runtime, "--check"], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=CHILD_TIMEOUT_S)
 
 
 @pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
 def test_opinfo_fast_tier_has_no_regressions(mode):
     result = run_check("conformance.opinfo", mode)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "0 regressions" in result.stdout
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_opinfo_fast_tier_on_the_pjrt_runtime_has_no_regressions(mode):
+    # Held to the PJRT runtime's own committed report (conformance/reports/opinfo_pjrt.json).
+    result = run_check("conformance.opinfo", mode, runtime="pjrt")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 regressions" in result.stdout
 

@@ -39,6 +39,7 @@ print(float(c.sum()))
     assert mm["flops"] == 2 * 128 * 256 * 64
     assert mm["runs"] == 3
     assert mm["estimated_seconds"] > 0 and mm["bytes_accessed"] >= 4 * (128 * 256 + 256 * 64)
+    assert summary["totals"]["estimated_seconds"] >= 3 * mm["estimated_seconds"]
     assert mm["hbm_bytes"] >= 4 * (128 * 256 + 256 * 64 + 128 * 64)
     assert summary["failures"] == []
     assert summary["totals"]["flops"] >= 3 * 2 * 128 * 256 * 64

@@ -3,22 +3,7 @@
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
-namespace {
-
 using ir::DType;
-
-DType floating_compute(OpContext& context, DType out) {
-  if (out == DType::kFloat16 || out == DType::kBFloat16) return DType::kFloat32;
-  if (out != DType::kFloat32 && out != DType::kFloat64) context.refuse("a non-floating output");
-  return out;
-}
-
-Tensor operand(OpContext& context, size_t index, DType compute, const std::vector<int64_t>& shape) {
-  FunctionBuilder& builder = context.builder();
-  return builder.broadcast_to(builder.convert(context.tensor(index), compute), shape);
-}
-
-}  // namespace
 
 // pow.Tensor_Scalar(self, exponent): the exponent is a run-time Scalar.
 std::vector<Tensor> lower_pow_scalar(OpContext& context) {
@@ -28,7 +13,7 @@ std::vector<Tensor> lower_pow_scalar(OpContext& context) {
     context.refuse("self of another dtype than the output");
   }
   FunctionBuilder& builder = context.builder();
-  const Tensor base = operand(context, 0, compute, out.sizes);
+  const Tensor base = converted_operand(context, 0, compute, out.sizes);
   const Tensor exponent = builder.broadcast_to(builder.convert(context.scalar(1), compute), out.sizes);
   return {builder.convert(builder.binary("stablehlo.power", base, exponent), out.dtype)};
 }
@@ -38,7 +23,7 @@ std::vector<Tensor> lower_silu(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   const DType compute = floating_compute(context, out.dtype);
   FunctionBuilder& builder = context.builder();
-  const Tensor x = operand(context, 0, compute, out.sizes);
+  const Tensor x = converted_operand(context, 0, compute, out.sizes);
   const Tensor y = builder.binary("stablehlo.multiply", x, builder.unary("stablehlo.logistic", x));
   return {builder.convert(y, out.dtype)};
 }
@@ -48,8 +33,8 @@ std::vector<Tensor> lower_silu_backward(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   const DType compute = floating_compute(context, out.dtype);
   FunctionBuilder& builder = context.builder();
-  const Tensor grad = operand(context, 0, compute, out.sizes);
-  const Tensor x = operand(context, 1, compute, out.sizes);
+  const Tensor grad = converted_operand(context, 0, compute, out.sizes);
+  const Tensor x = converted_operand(context, 1, compute, out.sizes);
   const Tensor s = builder.unary("stablehlo.logistic", x);
   const Tensor one = builder.splat("1.0", compute, out.sizes);
   const Tensor inner = builder.binary(

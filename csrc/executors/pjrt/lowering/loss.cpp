@@ -10,18 +10,6 @@ using ir::DType;
 
 enum Reduction : int64_t { kNone = 0, kMean = 1, kSum = 2 };
 
-DType floating_compute(OpContext& context, DType out) {
-  if (out == DType::kFloat16 || out == DType::kBFloat16) return DType::kFloat32;
-  if (out != DType::kFloat32 && out != DType::kFloat64) context.refuse("a non-floating loss");
-  return out;
-}
-
-// Tensor argument `index` converted to `compute` and broadcast to `shape`.
-Tensor operand(OpContext& context, size_t index, DType compute, const std::vector<int64_t>& shape) {
-  FunctionBuilder& builder = context.builder();
-  return builder.broadcast_to(builder.convert(context.tensor(index), compute), shape);
-}
-
 Reduction reduction_of(OpContext& context, size_t index) {
   const ir::Argument& arg = context.arg(index);
   if (arg.kind != ir::Argument::Kind::kInt || arg.integer < kNone || arg.integer > kSum) {
@@ -44,7 +32,7 @@ std::vector<Tensor> lower_mse_loss(OpContext& context) {
     return compute == out.dtype ? value : builder.convert(builder.convert(value, out.dtype), compute);
   };
   const Tensor difference = rounded(builder.binary(
-      "stablehlo.subtract", operand(context, 0, compute, shape), operand(context, 1, compute, shape)));
+      "stablehlo.subtract", converted_operand(context, 0, compute, shape), converted_operand(context, 1, compute, shape)));
   Tensor loss = rounded(builder.binary("stablehlo.multiply", difference, difference));
   const Reduction reduction = reduction_of(context, 2);
   if (reduction != kNone) {
@@ -66,8 +54,8 @@ std::vector<Tensor> lower_mse_loss_backward(OpContext& context) {
   const DType compute = floating_compute(context, out.dtype);
   const std::vector<int64_t>& shape = out.sizes;
   FunctionBuilder& builder = context.builder();
-  const Tensor difference = builder.binary("stablehlo.subtract", operand(context, 1, compute, shape),
-                                           operand(context, 2, compute, shape));
+  const Tensor difference = builder.binary("stablehlo.subtract", converted_operand(context, 1, compute, shape),
+                                           converted_operand(context, 2, compute, shape));
   int64_t count = 1;
   for (const int64_t size : shape) count *= size;
   const double scale = reduction_of(context, 3) == kMean ? 2.0 / static_cast<double>(count) : 2.0;
@@ -75,7 +63,7 @@ std::vector<Tensor> lower_mse_loss_backward(OpContext& context) {
   std::snprintf(literal, sizeof(literal), "%.17e", scale);
   const Tensor scaled = builder.binary("stablehlo.multiply", difference,
                                        builder.splat(literal, compute, shape));
-  return {builder.convert(builder.binary("stablehlo.multiply", operand(context, 0, compute, shape), scaled),
+  return {builder.convert(builder.binary("stablehlo.multiply", converted_operand(context, 0, compute, shape), scaled),
                           out.dtype)};
 }
 

@@ -50,6 +50,18 @@ std::vector<Tensor> OpContext::tensor_list(size_t index) {
   return tensors;
 }
 
+ir::DType floating_compute(OpContext& context, ir::DType out) {
+  if (out == ir::DType::kFloat16 || out == ir::DType::kBFloat16) return ir::DType::kFloat32;
+  if (out != ir::DType::kFloat32 && out != ir::DType::kFloat64) context.refuse("a non-floating output");
+  return out;
+}
+
+Tensor converted_operand(OpContext& context, size_t index, ir::DType compute,
+                         const std::vector<int64_t>& shape) {
+  FunctionBuilder& builder = context.builder();
+  return builder.broadcast_to(builder.convert(context.tensor(index), compute), shape);
+}
+
 const ir::TensorType& OpContext::tensor_type(size_t index) const {
   const ir::Argument& argument = arg(index);
   if (argument.kind != ir::Argument::Kind::kTensor) {

@@ -62,6 +62,14 @@ OpLowering find_lowering(const std::string& op);
 // Every op with a lowering, sorted (for documentation and tests).
 std::vector<std::string> lowered_ops();
 
+// Shared by the families (lower_program.cpp): the dtype a floating op computes in, f32 for half
+// precision (ATen's CPU kernels accumulate so) and the output's otherwise; a non-floating
+// output is refused.
+ir::DType floating_compute(OpContext& context, ir::DType out);
+// Tensor argument `index` converted to `compute` and broadcast to `shape`.
+Tensor converted_operand(OpContext& context, size_t index, ir::DType compute,
+                         const std::vector<int64_t>& shape);
+
 // Shared by the families (reduction.cpp): `x` reduced over `dims` (sorted, unique) with the
 // binary op `combine` ("stablehlo.add", "stablehlo.maximum") from `init` (a 0-d tensor of x's
 // dtype), whose result has the sizes `kept` (x's other dimensions); reduce_sum from zero.
