@@ -12,7 +12,10 @@ void* host_address(const void* device_address) {
   if (device_address == nullptr) return nullptr;
   const auto address = reinterpret_cast<runtime::DeviceAddress>(device_address);
   runtime::Chip* chip = runtime::Runtime::instance().chip_of(address);
-  TORCH_INTERNAL_ASSERT(chip != nullptr, "not a tpu device address: ", device_address);
+  // On an executor whose buffers are opaque (PJRT), host work has no host memory to run on.
+  TORCH_CHECK(chip != nullptr, "not supported yet: host kernels on the buffer ", device_address,
+              ", which is not host runtime memory (an op without a path to the PJRT runtime's "
+              "buffers, such as a collective)");
   return chip->host_address(address);
 }
 

@@ -82,12 +82,7 @@ std::string Topology::platform_version() const {
 
 AotReport Topology::compile(std::string_view mlir) const {
   auto compile = plugin_->entry(&capi::Api::compile, "PJRT_Compile");
-  static constexpr char kFormat[] = "mlir";
-  auto program = make_args<capi::Program>();
-  program.code = const_cast<char*>(mlir.data());  // only read by Compile
-  program.code_size = mlir.size();
-  program.format = kFormat;
-  program.format_size = sizeof(kFormat) - 1;
+  const capi::Program program = mlir_program(mlir);
   const std::string options = compile_options_bytes();
   auto args = make_args<capi::CompileArgs>();
   args.topology = topology_;

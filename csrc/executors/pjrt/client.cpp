@@ -350,12 +350,7 @@ Buffer Client::copy_to_device(const void* data, capi::BufferType type,
 
 LoadedExecutable Client::compile(std::string_view mlir, const std::string& options) const {
   auto compile = plugin_->entry(&capi::Api::client_compile, "PJRT_Client_Compile");
-  static constexpr char kFormat[] = "mlir";
-  auto program = make_args<capi::Program>();
-  program.code = const_cast<char*>(mlir.data());  // only read by Compile
-  program.code_size = mlir.size();
-  program.format = kFormat;
-  program.format_size = sizeof(kFormat) - 1;
+  const capi::Program program = mlir_program(mlir);
   auto args = make_args<capi::ClientCompileArgs>();
   args.client = client_;
   args.program = &program;

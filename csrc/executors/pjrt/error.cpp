@@ -50,6 +50,16 @@ void throw_if_error(const capi::Api& api, capi::Error* error, const char* call) 
   throw PjrtError(call, code.code, text);
 }
 
+capi::Program mlir_program(std::string_view mlir) {
+  static constexpr char kFormat[] = "mlir";
+  auto program = make_args<capi::Program>();
+  program.code = const_cast<char*>(mlir.data());  // only read by the compile
+  program.code_size = mlir.size();
+  program.format = kFormat;
+  program.format_size = sizeof(kFormat) - 1;
+  return program;
+}
+
 void drop_error(const capi::Api& api, capi::Error* error) {
   if (error == nullptr) return;
   capi::ErrorDestroyArgs destroy{sizeof(capi::ErrorDestroyArgs), nullptr, error};

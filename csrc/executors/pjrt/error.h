@@ -4,6 +4,8 @@
 // maps them to RuntimeError like every other runtime failure.
 #pragma once
 
+#include <string_view>
+
 #include <string>
 
 #include "executors/pjrt/pjrt_c_api.h"
@@ -38,6 +40,9 @@ std::string error_code_name(capi::ErrorCode code);
 void throw_if_error(const capi::Api& api, capi::Error* error, const char* call);
 // For destructors, which cannot throw: frees `error` (nullptr: nothing to do) without reading it.
 void drop_error(const capi::Api& api, capi::Error* error);
+
+// A PJRT_Program over the StableHLO module `mlir` (text or bytecode), which must outlive it.
+capi::Program mlir_program(std::string_view mlir);
 
 // An argument struct of the C API: struct_size set, everything else zero (no extensions).
 template <typename Args>

@@ -1,5 +1,7 @@
 // Softmax and log-softmax over one dimension, and their gradients, as PyTorch's CPU kernels
 // compute them: the maximum subtracted first (no overflow).
+#include <tuple>
+
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -38,6 +40,14 @@ std::pair<Tensor, int64_t> input_of(OpContext& context, DType compute) {
   return {x, normalized_dim(context, context.arg(1).integer, x.shape.size())};
 }
 
+// (grad_output, output, dim, input_dtype) of the backward ops: both tensors in `compute`.
+std::tuple<Tensor, Tensor, int64_t> backward_inputs(OpContext& context, DType compute) {
+  FunctionBuilder& builder = context.builder();
+  const Tensor grad = builder.convert(context.tensor(0), compute);
+  const Tensor output = builder.convert(context.tensor(1), compute);
+  return {grad, output, normalized_dim(context, context.arg(2).integer, grad.shape.size())};
+}
+
 }  // namespace
 
 std::vector<Tensor> lower_log_softmax(OpContext& context) {
@@ -61,11 +71,9 @@ std::vector<Tensor> lower_softmax(OpContext& context) {
 // _log_softmax_backward_data(grad, output, dim, input_dtype) = grad - exp(output) * sum(grad).
 std::vector<Tensor> lower_log_softmax_backward(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
-  const DType compute = softmax_compute(context, out.dtype);
   FunctionBuilder& builder = context.builder();
-  const Tensor grad = builder.convert(context.tensor(0), compute);
-  const Tensor output = builder.convert(context.tensor(1), compute);
-  const int64_t dim = normalized_dim(context, context.arg(2).integer, grad.shape.size());
+  const auto [grad, output, dim] = backward_inputs(context, softmax_compute(context, out.dtype));
+  const DType compute = grad.dtype;
   const Tensor sum = builder.broadcast_to(
       reduce_keepdim(builder, grad, dim, "stablehlo.add", builder.zeros(compute, {})), grad.shape);
   const Tensor result = builder.binary(
@@ -77,11 +85,9 @@ std::vector<Tensor> lower_log_softmax_backward(OpContext& context) {
 // _softmax_backward_data(grad, output, dim, input_dtype) = output * (grad - sum(grad * output)).
 std::vector<Tensor> lower_softmax_backward(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
-  const DType compute = softmax_compute(context, out.dtype);
   FunctionBuilder& builder = context.builder();
-  const Tensor grad = builder.convert(context.tensor(0), compute);
-  const Tensor output = builder.convert(context.tensor(1), compute);
-  const int64_t dim = normalized_dim(context, context.arg(2).integer, grad.shape.size());
+  const auto [grad, output, dim] = backward_inputs(context, softmax_compute(context, out.dtype));
+  const DType compute = grad.dtype;
   const Tensor product = builder.binary("stablehlo.multiply", grad, output);
   const Tensor sum = builder.broadcast_to(
       reduce_keepdim(builder, product, dim, "stablehlo.add", builder.zeros(compute, {})), grad.shape);
