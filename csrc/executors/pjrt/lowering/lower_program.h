@@ -1,5 +1,5 @@
 // A verified IR program as one StableHLO module (MLIR text, generic form), designed for
-// immutable buffers (DESIGN §3): each storage is a `tensor<Nxui8>` byte array. The module's
+// immutable buffers (DESIGN §3): each storage is a 1-D array of its unit (storage_units). The module's
 // parameters are the external storages the program accesses (storage order), then one 0-d
 // parameter per ir::dynamic_scalars entry (i1 / i64 / f64 by Scalar kind), so one executable
 // serves every Scalar value; its results are the final bytes of each live-out storage the
