@@ -1,22 +1,9 @@
-// Activations and powers a training step uses, with their gradients. Floating outputs only;
+// Activations a training step uses, with their gradients. Floating outputs only;
 // half precision computes in f32 and rounds once, as PyTorch's CPU kernels do.
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
 using ir::DType;
-
-// pow.Tensor_Scalar(self, exponent): the exponent is a run-time Scalar.
-std::vector<Tensor> lower_pow_scalar(OpContext& context) {
-  const ir::TensorType& out = context.return_type(0);
-  const DType compute = floating_compute(context, out.dtype);
-  if (context.writes_an_argument() && context.tensor_dtype(0) != out.dtype) {
-    context.refuse("self of another dtype than the output");
-  }
-  FunctionBuilder& builder = context.builder();
-  const Tensor base = converted_operand(context, 0, compute, out.sizes);
-  const Tensor exponent = builder.broadcast_to(builder.convert(context.scalar(1), compute), out.sizes);
-  return {builder.convert(builder.binary("stablehlo.power", base, exponent), out.dtype)};
-}
 
 // silu(x) = x * sigmoid(x).
 std::vector<Tensor> lower_silu(OpContext& context) {
@@ -43,6 +30,68 @@ std::vector<Tensor> lower_silu_backward(OpContext& context) {
   const Tensor result = builder.binary("stablehlo.multiply", grad,
                                        builder.binary("stablehlo.multiply", s, inner));
   return {builder.convert(result, out.dtype)};
+}
+
+// leaky_relu(x, negative_slope) = x > 0 ? x : x * negative_slope.
+std::vector<Tensor> lower_leaky_relu(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  const DType compute = floating_compute(context, out.dtype);
+  FunctionBuilder& builder = context.builder();
+  const Tensor x = elementwise_operand(context, 0, out, compute);
+  const Tensor slope = elementwise_operand(context, 1, out, compute);
+  const Tensor positive = builder.compare(x, builder.zeros(compute, out.sizes), "GT");
+  return {builder.convert(builder.select(positive, x, builder.binary("stablehlo.multiply", x, slope)), out.dtype)};
+}
+
+// elu(x, alpha, scale, input_scale) = x > 0 ? x * scale : expm1(x * input_scale) * alpha * scale.
+std::vector<Tensor> lower_elu(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  const DType compute = floating_compute(context, out.dtype);
+  FunctionBuilder& builder = context.builder();
+  const Tensor x = elementwise_operand(context, 0, out, compute);
+  const Tensor alpha = elementwise_operand(context, 1, out, compute);
+  const Tensor scale = elementwise_operand(context, 2, out, compute);
+  const Tensor input_scale = elementwise_operand(context, 3, out, compute);
+  const Tensor negative_coefficient = builder.binary("stablehlo.multiply", alpha, scale);
+  const Tensor negative = builder.binary(
+      "stablehlo.multiply",
+      builder.unary("stablehlo.exponential_minus_one", builder.binary("stablehlo.multiply", x, input_scale)),
+      negative_coefficient);
+  const Tensor positive = builder.compare(x, builder.zeros(compute, out.sizes), "GT");
+  return {builder.convert(builder.select(positive, builder.binary("stablehlo.multiply", x, scale), negative),
+                          out.dtype)};
+}
+
+// gelu(x, approximate): "none" is x * Φ(x) = 0.5 x (1 + erf(x / √2)); "tanh" is
+// 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
+std::vector<Tensor> lower_gelu(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  const DType compute = floating_compute(context, out.dtype);
+  const ir::Argument* approximate = context.node().args.size() > 1 ? &context.arg(1) : nullptr;
+  const bool tanh_form = approximate != nullptr && approximate->kind == ir::Argument::Kind::kString &&
+                         approximate->text == "tanh";
+  if (approximate != nullptr && approximate->kind == ir::Argument::Kind::kString && !tanh_form &&
+      approximate->text != "none") {
+    context.refuse("approximate='" + approximate->text + "'");
+  }
+  FunctionBuilder& builder = context.builder();
+  const Tensor x = elementwise_operand(context, 0, out, compute);
+  const Tensor half = builder.splat("0.5", compute, out.sizes);
+  const Tensor one = builder.splat("1.0", compute, out.sizes);
+  Tensor inner;
+  if (tanh_form) {
+    const Tensor cube = builder.binary("stablehlo.multiply", x, builder.binary("stablehlo.multiply", x, x));
+    const Tensor cubic = builder.binary("stablehlo.add", x,
+                                        builder.binary("stablehlo.multiply", builder.splat("0.044715", compute, out.sizes), cube));
+    inner = builder.unary("stablehlo.tanh",
+                          builder.binary("stablehlo.multiply", builder.splat("0.79788456080286541", compute, out.sizes), cubic));
+  } else {
+    inner = builder.unary("chlo.erf",
+                          builder.binary("stablehlo.multiply", x, builder.splat("0.70710678118654757", compute, out.sizes)));
+  }
+  const Tensor y = builder.binary("stablehlo.multiply", builder.binary("stablehlo.multiply", half, x),
+                                  builder.binary("stablehlo.add", one, inner));
+  return {builder.convert(y, out.dtype)};
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering

@@ -115,6 +115,15 @@ Tensor FunctionBuilder::op_with_region(const std::string& name, const std::vecto
 
 Tensor FunctionBuilder::region_argument(ir::DType dtype) { return {next_name(), dtype, {}}; }
 
+Tensor FunctionBuilder::compare(const Tensor& a, const Tensor& b, const std::string& direction) {
+  return op("stablehlo.compare", {a, b}, ir::DType::kBool, a.shape,
+            "comparison_direction = #stablehlo<comparison_direction " + direction + ">");
+}
+
+Tensor FunctionBuilder::select(const Tensor& condition, const Tensor& on_true, const Tensor& on_false) {
+  return op("stablehlo.select", {condition, on_true, on_false}, on_true.dtype, on_true.shape);
+}
+
 Tensor FunctionBuilder::splat(const std::string& literal, ir::DType dtype,
                               std::vector<int64_t> shape) {
   const std::string type = tensor_type(dtype, shape);

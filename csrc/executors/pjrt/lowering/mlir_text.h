@@ -68,6 +68,10 @@ class FunctionBuilder {
   Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape);
   Tensor binary(const std::string& name, const Tensor& a, const Tensor& b);
   Tensor unary(const std::string& name, const Tensor& x);
+  // stablehlo.compare of two tensors of one shape ("EQ", "NE", "LT", "LE", "GT", "GE"): bool.
+  Tensor compare(const Tensor& a, const Tensor& b, const std::string& direction);
+  // stablehlo.select: `on_true` where `condition` (bool, of their shape) holds, else `on_false`.
+  Tensor select(const Tensor& condition, const Tensor& on_true, const Tensor& on_false);
 
   // The whole module, returning `results`. Call once, after the body is complete.
   std::string finish_module(const std::vector<Tensor>& results) const;

@@ -70,6 +70,14 @@ ir::DType floating_compute(OpContext& context, ir::DType out);
 Tensor converted_operand(OpContext& context, size_t index, ir::DType compute,
                          const std::vector<int64_t>& shape);
 
+// Shared by the families (pointwise.cpp): tensor or Scalar argument `index` of an elementwise op
+// writing `out`, converted to `compute` and broadcast to out's sizes. An out= or in-place
+// variant's tensor input of another dtype than out's is refused unless it cannot change the
+// computation dtype (a 0-d operand of no higher category beside a dimensioned input of out's
+// dtype): PyTorch would compute such a variant in the inputs' promoted dtype.
+Tensor elementwise_operand(OpContext& context, size_t index, const ir::TensorType& out,
+                           ir::DType compute);
+
 // Shared by the families (reduction.cpp): `x` reduced over `dims` (sorted, unique) with the
 // binary op `combine` ("stablehlo.add", "stablehlo.maximum") from `init` (a 0-d tensor of x's
 // dtype), whose result has the sizes `kept` (x's other dimensions); reduce_sum from zero.
@@ -112,7 +120,6 @@ std::vector<Tensor> lower_bmm(OpContext& context);        // bmm, bmm.out
 std::vector<Tensor> lower_addmm(OpContext& context);      // addmm, addmm.out
 std::vector<Tensor> lower_threshold_backward(OpContext& context);
 std::vector<Tensor> lower_mse_loss(OpContext& context);   // mse_loss (+ .out)
-std::vector<Tensor> lower_pow_scalar(OpContext& context);  // pow.Tensor_Scalar (+ .out, _)
 std::vector<Tensor> lower_addcmul(OpContext& context);    // addcmul (+ .out, _)
 std::vector<Tensor> lower_addcdiv(OpContext& context);    // addcdiv (+ .out, _)
 std::vector<Tensor> lower_lerp_scalar(OpContext& context);  // lerp.Scalar (+ .Scalar_out, _)
@@ -131,5 +138,58 @@ std::vector<Tensor> lower_copy_(OpContext& context);      // copy_
 std::vector<Tensor> lower_clone(OpContext& context);      // clone, _to_copy
 std::vector<Tensor> lower_fill_(OpContext& context);      // fill_.Scalar
 std::vector<Tensor> lower_zero_(OpContext& context);      // zero_
+// math.cpp
+std::vector<Tensor> lower_sin(OpContext& context);
+std::vector<Tensor> lower_cos(OpContext& context);
+std::vector<Tensor> lower_tan(OpContext& context);
+std::vector<Tensor> lower_asin(OpContext& context);
+std::vector<Tensor> lower_acos(OpContext& context);
+std::vector<Tensor> lower_atan(OpContext& context);
+std::vector<Tensor> lower_sinh(OpContext& context);
+std::vector<Tensor> lower_cosh(OpContext& context);
+std::vector<Tensor> lower_asinh(OpContext& context);
+std::vector<Tensor> lower_acosh(OpContext& context);
+std::vector<Tensor> lower_atanh(OpContext& context);
+std::vector<Tensor> lower_erf(OpContext& context);
+std::vector<Tensor> lower_expm1(OpContext& context);
+std::vector<Tensor> lower_log1p(OpContext& context);
+std::vector<Tensor> lower_log2(OpContext& context);
+std::vector<Tensor> lower_log10(OpContext& context);
+std::vector<Tensor> lower_atan2(OpContext& context);
+std::vector<Tensor> lower_reciprocal(OpContext& context);
+std::vector<Tensor> lower_ceil(OpContext& context);
+std::vector<Tensor> lower_floor(OpContext& context);
+std::vector<Tensor> lower_round(OpContext& context);
+std::vector<Tensor> lower_round_decimals(OpContext& context);
+std::vector<Tensor> lower_trunc(OpContext& context);
+std::vector<Tensor> lower_sign(OpContext& context);
+std::vector<Tensor> lower_isnan(OpContext& context);
+std::vector<Tensor> lower_fmod(OpContext& context);
+std::vector<Tensor> lower_remainder(OpContext& context);
+std::vector<Tensor> lower_div_mode(OpContext& context);
+std::vector<Tensor> lower_pow(OpContext& context);
+// logical.cpp
+std::vector<Tensor> lower_bitwise_and(OpContext& context);
+std::vector<Tensor> lower_bitwise_or(OpContext& context);
+std::vector<Tensor> lower_bitwise_xor(OpContext& context);
+std::vector<Tensor> lower_bitwise_not(OpContext& context);
+std::vector<Tensor> lower_logical_and(OpContext& context);
+std::vector<Tensor> lower_logical_or(OpContext& context);
+std::vector<Tensor> lower_logical_xor(OpContext& context);
+std::vector<Tensor> lower_logical_not(OpContext& context);
+// clamp.cpp (hardtanh is clamp with Scalar bounds)
+std::vector<Tensor> lower_clamp(OpContext& context);
+std::vector<Tensor> lower_clamp_tensor(OpContext& context);
+std::vector<Tensor> lower_clamp_min(OpContext& context);
+std::vector<Tensor> lower_clamp_max(OpContext& context);
+std::vector<Tensor> lower_clamp_min_tensor(OpContext& context);
+std::vector<Tensor> lower_clamp_max_tensor(OpContext& context);
+// activation.cpp
+std::vector<Tensor> lower_leaky_relu(OpContext& context);
+std::vector<Tensor> lower_elu(OpContext& context);
+std::vector<Tensor> lower_gelu(OpContext& context);
+// data_movement.cpp, factory.cpp
+std::vector<Tensor> lower_flip(OpContext& context);
+std::vector<Tensor> lower_arange(OpContext& context);  // arange.start_out
 
 }  // namespace torch_tpu::executors::pjrt::lowering

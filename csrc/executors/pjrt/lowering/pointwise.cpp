@@ -41,8 +41,10 @@ bool promotes_to_output(OpContext& context, size_t index, DType out) {
   return false;
 }
 
-// Tensor or Scalar argument `index` as a tensor of the output's dtype and shape.
-Tensor operand(OpContext& context, size_t index, const ir::TensorType& out) {
+}  // namespace
+
+Tensor elementwise_operand(OpContext& context, size_t index, const ir::TensorType& out,
+                           DType compute) {
   FunctionBuilder& builder = context.builder();
   const ir::Argument& arg = context.arg(index);
   Tensor value;
@@ -58,7 +60,13 @@ Tensor operand(OpContext& context, size_t index, const ir::TensorType& out) {
   } else {
     context.refuse("argument " + std::to_string(index) + " is neither a tensor nor a Scalar");
   }
-  return builder.broadcast_to(builder.convert(value, out.dtype), out.sizes);
+  return builder.broadcast_to(builder.convert(value, compute), out.sizes);
+}
+
+namespace {
+
+Tensor operand(OpContext& context, size_t index, const ir::TensorType& out) {
+  return elementwise_operand(context, index, out, out.dtype);
 }
 
 // a + b * alpha (sub: a - b * alpha); alpha, when present, is a run-time Scalar.
@@ -144,10 +152,10 @@ std::vector<Tensor> add_product_or_quotient(OpContext& context, const char* op) 
   if (!is_floating(out.dtype)) context.refuse("a non-floating output");
   const ir::TensorType compute = computed_in_f32(out);
   FunctionBuilder& builder = context.builder();
-  const Tensor self = operand(context, 0, compute);
-  const Tensor t1 = operand(context, 1, compute);
-  const Tensor t2 = operand(context, 2, compute);
-  const Tensor value = operand(context, 3, compute);
+  const Tensor self = elementwise_operand(context, 0, out, compute.dtype);
+  const Tensor t1 = elementwise_operand(context, 1, out, compute.dtype);
+  const Tensor t2 = elementwise_operand(context, 2, out, compute.dtype);
+  const Tensor value = elementwise_operand(context, 3, out, compute.dtype);
   const Tensor scaled = builder.binary("stablehlo.multiply", value, t1);
   return {builder.convert(builder.binary("stablehlo.add", self, builder.binary(op, scaled, t2)),
                           out.dtype)};
@@ -167,9 +175,9 @@ std::vector<Tensor> lower_lerp_scalar(OpContext& context) {
   if (!is_floating(out.dtype)) context.refuse("a non-floating output");
   const ir::TensorType compute = computed_in_f32(out);
   FunctionBuilder& builder = context.builder();
-  const Tensor self = operand(context, 0, compute);
-  const Tensor end = operand(context, 1, compute);
-  const Tensor weight = operand(context, 2, compute);
+  const Tensor self = elementwise_operand(context, 0, out, compute.dtype);
+  const Tensor end = elementwise_operand(context, 1, out, compute.dtype);
+  const Tensor weight = elementwise_operand(context, 2, out, compute.dtype);
   const Tensor diff = builder.binary("stablehlo.subtract", end, self);
   const Tensor low = builder.binary("stablehlo.add", self, builder.binary("stablehlo.multiply", weight, diff));
   const Tensor one = builder.splat("1.0", compute.dtype, out.sizes);

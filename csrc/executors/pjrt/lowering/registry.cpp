@@ -27,6 +27,17 @@ std::vector<std::string> comparison_forms(const std::string& base) {
   return {"aten::" + base + ".Tensor", "aten::" + base + ".Scalar",
           "aten::" + base + ".Tensor_out", "aten::" + base + ".Scalar_out"};
 }
+// A binary op whose out= overloads are named like a comparison's, with in-place forms (fmod).
+std::vector<std::string> binary_forms(const std::string& base) {
+  std::vector<std::string> forms = comparison_forms(base);
+  forms.push_back("aten::" + base + "_.Tensor");
+  forms.push_back("aten::" + base + "_.Scalar");
+  return forms;
+}
+std::vector<std::string> joined(std::vector<std::string> forms, const std::vector<std::string>& more) {
+  forms.insert(forms.end(), more.begin(), more.end());
+  return forms;
+}
 
 struct Entry {
   OpLowering lowering;
@@ -55,6 +66,58 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_addcmul, every_form("addcmul")},
         {lower_addcdiv, every_form("addcdiv")},
         {lower_lerp_scalar, {"aten::lerp.Scalar", "aten::lerp_.Scalar", "aten::lerp.Scalar_out"}},
+        // math.cpp
+        {lower_sin, every_form("sin")},
+        {lower_cos, every_form("cos")},
+        {lower_tan, every_form("tan")},
+        {lower_asin, every_form("asin")},
+        {lower_acos, every_form("acos")},
+        {lower_atan, every_form("atan")},
+        {lower_sinh, every_form("sinh")},
+        {lower_cosh, every_form("cosh")},
+        {lower_asinh, every_form("asinh")},
+        {lower_acosh, every_form("acosh")},
+        {lower_atanh, every_form("atanh")},
+        {lower_erf, every_form("erf")},
+        {lower_expm1, every_form("expm1")},
+        {lower_log1p, every_form("log1p")},
+        {lower_log2, every_form("log2")},
+        {lower_log10, every_form("log10")},
+        {lower_atan2, every_form("atan2")},
+        {lower_reciprocal, every_form("reciprocal")},
+        {lower_ceil, every_form("ceil")},
+        {lower_floor, every_form("floor")},
+        {lower_round, every_form("round")},
+        {lower_round_decimals, {"aten::round.decimals", "aten::round.decimals_out", "aten::round_.decimals"}},
+        {lower_trunc, every_form("trunc")},
+        {lower_sign, every_form("sign")},
+        {lower_isnan, {"aten::isnan"}},
+        {lower_fmod, binary_forms("fmod")},
+        {lower_remainder, joined(binary_forms("remainder"), {"aten::remainder.Scalar_Tensor"})},
+        {lower_div_mode, {"aten::div.Tensor_mode", "aten::div.Scalar_mode", "aten::div.out_mode",
+                          "aten::div_.Tensor_mode", "aten::div_.Scalar_mode"}},
+        {lower_pow, {"aten::pow.Tensor_Tensor", "aten::pow.Tensor_Tensor_out", "aten::pow_.Tensor",
+                     "aten::pow.Scalar", "aten::pow.Scalar_out", "aten::pow.Tensor_Scalar",
+                     "aten::pow.Tensor_Scalar_out", "aten::pow_.Scalar"}},
+        // logical.cpp
+        {lower_bitwise_and, binary_forms("bitwise_and")},
+        {lower_bitwise_or, binary_forms("bitwise_or")},
+        {lower_bitwise_xor, binary_forms("bitwise_xor")},
+        {lower_bitwise_not, every_form("bitwise_not")},
+        {lower_logical_and, every_form("logical_and")},
+        {lower_logical_or, every_form("logical_or")},
+        {lower_logical_xor, every_form("logical_xor")},
+        {lower_logical_not, every_form("logical_not")},
+        // clamp.cpp
+        {lower_clamp, joined(every_form("clamp"), every_form("hardtanh"))},
+        {lower_clamp_tensor, {"aten::clamp.Tensor", "aten::clamp.Tensor_out", "aten::clamp_.Tensor"}},
+        {lower_clamp_min, every_form("clamp_min")},
+        {lower_clamp_max, every_form("clamp_max")},
+        {lower_clamp_min_tensor, {"aten::clamp_min.Tensor", "aten::clamp_min.Tensor_out", "aten::clamp_min_.Tensor"}},
+        {lower_clamp_max_tensor, {"aten::clamp_max.Tensor", "aten::clamp_max.Tensor_out", "aten::clamp_max_.Tensor"}},
+        // data_movement.cpp, factory.cpp
+        {lower_flip, with_out("flip")},
+        {lower_arange, {"aten::arange.start_out"}},
         // comparison.cpp
         {lower_eq, comparison_forms("eq")},
         {lower_ne, comparison_forms("ne")},
@@ -69,10 +132,11 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_addmm, with_out("addmm")},
         // activation.cpp
         {lower_threshold_backward, with_out("threshold_backward", "grad_input")},
-        {lower_pow_scalar,
-         {"aten::pow.Tensor_Scalar", "aten::pow.Tensor_Scalar_out", "aten::pow_.Scalar"}},
         {lower_silu, every_form("silu")},
         {lower_silu_backward, with_out("silu_backward", "grad_input")},
+        {lower_leaky_relu, every_form("leaky_relu")},
+        {lower_elu, every_form("elu")},
+        {lower_gelu, every_form("gelu")},
         // concatenation.cpp
         {lower_cat, with_out("cat")},
         // softmax.cpp
