@@ -331,3 +331,23 @@ TEST_F(PjrtReductionLoweringTest, UnstableSortIsRefused) {
                                                {Argument::none(), Argument::int_value(-1), boolean(false)});
   EXPECT_THROW(executors::pjrt::lowering::lower_program(program), executors::NotSupported);
 }
+
+// ---- the dtypes and ranks the cases above leave out ----
+
+TEST_F(PjrtReductionLoweringTest, VarOfFloat16AndMaxDimOfBoolAndCumsumOfA0dTensor) {
+  // f16 bit patterns of 1, 2, 4, 8, 0.5, -0.5, 3, 1; PyTorch's var: 9.5859375, 2.166015625.
+  const std::vector<uint16_t> h = {0x3C00, 0x4000, 0x4400, 0x4800, 0x3800, 0xB800, 0x4200, 0x3C00};
+  EXPECT_EQ(run_unary<uint16_t>("aten::var.correction", row_major(DType::kFloat16, {2, 4}), h,
+                                row_major(DType::kFloat16, {2}), {dims({1}), Argument::none(), boolean(false)}),
+            (std::vector<uint16_t>{0x48cb, 0x4055}));
+  const std::vector<uint8_t> b = {0, 1, 1, 0, 0, 0};
+  const auto [values, indices] = run_values_and_indices<uint8_t>(
+      "aten::max.dim", row_major(DType::kBool, {2, 3}), b, row_major(DType::kBool, {2}),
+      row_major(DType::kInt64, {2}), {Argument::int_value(1), boolean(false)});
+  EXPECT_EQ(values, (std::vector<uint8_t>{1, 0}));
+  EXPECT_EQ(indices, (std::vector<int64_t>{1, 0}));
+  const std::vector<float> scalar = {2.5f};
+  EXPECT_EQ(run_unary<float>("aten::cumsum", row_major(DType::kFloat32, {}), scalar,
+                             row_major(DType::kFloat32, {}), {Argument::int_value(-1), Argument::none()}),
+            std::vector<float>{2.5f});
+}
