@@ -167,7 +167,8 @@ print(json.dumps({"checks": checks, "fallbacks": m["fallbacks"],
         assert error == 0.0, (name, error)
     fallbacks, reasons = result["fallbacks"], result["reasons"]
     assert fallbacks.get("aten::sort.stable", 0) >= 1 and fallbacks.get("aten::nonzero", 0) >= 1
-    assert "no StableHLO lowering for aten::sort.stable" in reasons["aten::sort.stable"]
+    # sort.stable is lowered for stable=True only: ATen's unstable sort orders ties its own way.
+    assert "aten::sort.stable: an unstable sort" in reasons["aten::sort.stable"]
 
 
 @pytest.mark.parametrize("mode", ["strict", "debug", "fused"])

@@ -58,28 +58,27 @@ std::vector<Tensor> lower_clamp_max(OpContext& context) {
 }
 
 // clamp.Tensor(self, min?, max?), clamp_min.Tensor, clamp_max.Tensor: ATen's vectorized
-// minimum(maximum(x, min), max), NaN from any operand propagating, which is what StableHLO's
-// maximum and minimum do (on bool: or, and).
+// minimum(maximum(x, min), max), NaN from any operand propagating (on bool: or, and).
 std::vector<Tensor> lower_clamp_tensor(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   FunctionBuilder& builder = context.builder();
   Tensor result = elementwise_operand(context, 0, out, out.dtype);
   Tensor bound;
-  if (clamp_bound(context, 1, out, out.dtype, bound)) result = builder.binary("stablehlo.maximum", result, bound);
-  if (clamp_bound(context, 2, out, out.dtype, bound)) result = builder.binary("stablehlo.minimum", result, bound);
+  if (clamp_bound(context, 1, out, out.dtype, bound)) result = nan_propagating(builder, "stablehlo.maximum", result, bound);
+  if (clamp_bound(context, 2, out, out.dtype, bound)) result = nan_propagating(builder, "stablehlo.minimum", result, bound);
   return {result};
 }
 
 std::vector<Tensor> lower_clamp_min_tensor(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
-  return {context.builder().binary("stablehlo.maximum", elementwise_operand(context, 0, out, out.dtype),
-                                   elementwise_operand(context, 1, out, out.dtype))};
+  return {nan_propagating(context.builder(), "stablehlo.maximum", elementwise_operand(context, 0, out, out.dtype),
+                          elementwise_operand(context, 1, out, out.dtype))};
 }
 
 std::vector<Tensor> lower_clamp_max_tensor(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
-  return {context.builder().binary("stablehlo.minimum", elementwise_operand(context, 0, out, out.dtype),
-                                   elementwise_operand(context, 1, out, out.dtype))};
+  return {nan_propagating(context.builder(), "stablehlo.minimum", elementwise_operand(context, 0, out, out.dtype),
+                          elementwise_operand(context, 1, out, out.dtype))};
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering

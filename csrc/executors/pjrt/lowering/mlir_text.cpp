@@ -124,6 +124,42 @@ Tensor FunctionBuilder::select(const Tensor& condition, const Tensor& on_true, c
   return op("stablehlo.select", {condition, on_true, on_false}, on_true.dtype, on_true.shape);
 }
 
+std::vector<Tensor> FunctionBuilder::multi_result_op_with_region(
+    const std::string& name, const std::vector<Tensor>& operands, const std::vector<Tensor>& results,
+    const std::string& attributes, const std::vector<Tensor>& region_arguments,
+    const std::string& region) {
+  const std::string base = next_name();
+  std::vector<Tensor> named;
+  for (size_t i = 0; i < results.size(); ++i) {
+    named.push_back({base + "#" + std::to_string(i), results[i].dtype, results[i].shape});
+  }
+  body_ << "    " << base << ":" << results.size() << " = \"" << name << "\"(" << join_names(operands)
+        << ") ({\n    ^bb" << next_++ << "(";
+  for (size_t i = 0; i < region_arguments.size(); ++i) {
+    body_ << (i ? ", " : "") << region_arguments[i].name << ": " << region_arguments[i].type();
+  }
+  body_ << "):\n" << region << "    })";
+  if (!attributes.empty()) body_ << " {" << attributes << "}";
+  body_ << " : (" << join_types(operands) << ") -> (" << join_types(named) << ")\n";
+  return named;
+}
+
+std::string FunctionBuilder::region_body(const std::function<std::vector<Tensor>()>& emit) {
+  // The ops `emit` adds go to a stream of their own; the function's body is put back even when
+  // `emit` throws (a lowering refusing), so the builder stays usable.
+  std::ostringstream function_body;
+  body_.swap(function_body);
+  struct Restore {
+    std::ostringstream& body;
+    std::ostringstream& saved;
+    ~Restore() { body.swap(saved); }
+  } restore{body_, function_body};
+  const std::vector<Tensor> results = emit();
+  body_ << "      \"stablehlo.return\"(" << join_names(results) << ") : (" << join_types(results)
+        << ") -> ()\n";
+  return body_.str();
+}
+
 Tensor FunctionBuilder::splat(const std::string& literal, ir::DType dtype,
                               std::vector<int64_t> shape) {
   const std::string type = tensor_type(dtype, shape);

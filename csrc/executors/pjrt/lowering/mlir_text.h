@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -55,6 +56,19 @@ class FunctionBuilder {
                         const std::vector<Tensor>& region_arguments, const std::string& region);
   // A fresh name for a region's block argument, of the given 0-d type.
   Tensor region_argument(ir::DType dtype);
+  // The same as op_with_region for an op with several results (a variadic reduce, a sort of
+  // values and indices): `%n:k = ...`, returned as %n#0 ... %n#(k-1), typed as `results`
+  // (whose names are ignored).
+  std::vector<Tensor> multi_result_op_with_region(const std::string& name,
+                                                  const std::vector<Tensor>& operands,
+                                                  const std::vector<Tensor>& results,
+                                                  const std::string& attributes,
+                                                  const std::vector<Tensor>& region_arguments,
+                                                  const std::string& region);
+  // A region body written with this builder's own methods: the ops `emit` adds (between the
+  // call's start and its end) become the body, followed by a stablehlo.return of the tensors
+  // `emit` returns; they are not part of the function's body.
+  std::string region_body(const std::function<std::vector<Tensor>()>& emit);
 
   // A constant splat of `literal` ("0", "1.000000e+00", "false") with the given type.
   Tensor splat(const std::string& literal, ir::DType dtype, std::vector<int64_t> shape);

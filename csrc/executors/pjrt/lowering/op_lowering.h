@@ -192,4 +192,42 @@ std::vector<Tensor> lower_gelu(OpContext& context);
 std::vector<Tensor> lower_flip(OpContext& context);
 std::vector<Tensor> lower_arange(OpContext& context);  // arange.start_out
 
+// reduction.cpp, arg_reduction.cpp, variance.cpp, scan.cpp, sort.cpp: the helpers they share
+// (reduction_support.cpp).
+// The dimensions a reduction's argument `index` names, normalized, sorted and unique: an int,
+// an int list (an empty one names every dimension when `empty_list_is_all`, none otherwise:
+// amax's [] is all, any.dims' [] is none), or absent (every dimension). A 0-d input's dim 0 or
+// -1 names none. Refuses a dimension out of range.
+std::vector<int64_t> reduction_dims(OpContext& context, size_t index, size_t rank,
+                                    bool empty_list_is_all);
+// `shape` without the dimensions `dims` (sorted): a reduction's result sizes before keepdim.
+std::vector<int64_t> kept_sizes(const std::vector<int64_t>& shape, const std::vector<int64_t>& dims);
+// The 0-d identities of maximum and minimum: -inf (the lowest integer, false) and +inf.
+Tensor lowest_value(FunctionBuilder& builder, ir::DType dtype);
+Tensor highest_value(FunctionBuilder& builder, ir::DType dtype);
+// True where `x` is NaN (x != x).
+Tensor nan_mask(FunctionBuilder& builder, const Tensor& x);
+// stablehlo.maximum or .minimum of `a` and `b` with NaN from either operand propagating, as
+// torch.maximum does: XLA's CPU compiler drops NaN from a plain maximum (fast min/max).
+Tensor nan_propagating(FunctionBuilder& builder, const std::string& op, const Tensor& a, const Tensor& b);
+// reduction.cpp
+std::vector<Tensor> lower_amax(OpContext& context);       // amax, amax.out
+std::vector<Tensor> lower_amin(OpContext& context);       // amin, amin.out
+std::vector<Tensor> lower_max(OpContext& context);        // max (all elements), max.unary_out
+std::vector<Tensor> lower_min(OpContext& context);        // min (all elements), min.unary_out
+std::vector<Tensor> lower_any(OpContext& context);        // any, any.dim, any.dims (+ outs)
+std::vector<Tensor> lower_all(OpContext& context);        // all, all.dim, all.dims (+ outs)
+std::vector<Tensor> lower_prod(OpContext& context);       // prod, prod.dim_int (+ outs)
+// arg_reduction.cpp
+std::vector<Tensor> lower_argmax(OpContext& context);     // argmax, argmax.out
+std::vector<Tensor> lower_argmin(OpContext& context);     // argmin, argmin.out
+std::vector<Tensor> lower_max_dim(OpContext& context);    // max.dim, max.dim_max
+std::vector<Tensor> lower_min_dim(OpContext& context);    // min.dim, min.dim_min
+// variance.cpp
+std::vector<Tensor> lower_var(OpContext& context);        // var.correction (+ correction_out)
+// scan.cpp
+std::vector<Tensor> lower_cumsum(OpContext& context);     // cumsum, cumsum.out, cumsum_
+// sort.cpp
+std::vector<Tensor> lower_sort_stable(OpContext& context);  // sort.stable, sort.values_stable
+
 }  // namespace torch_tpu::executors::pjrt::lowering

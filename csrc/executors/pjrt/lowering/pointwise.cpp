@@ -126,16 +126,22 @@ std::vector<Tensor> lower_abs(OpContext& context) {
   return unary(context, "stablehlo.abs");
 }
 
-std::vector<Tensor> lower_maximum(OpContext& context) { return binary(context, "stablehlo.maximum"); }
-std::vector<Tensor> lower_minimum(OpContext& context) { return binary(context, "stablehlo.minimum"); }
+std::vector<Tensor> lower_maximum(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  return {nan_propagating(context.builder(), "stablehlo.maximum", operand(context, 0, out), operand(context, 1, out))};
+}
+std::vector<Tensor> lower_minimum(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  return {nan_propagating(context.builder(), "stablehlo.minimum", operand(context, 0, out), operand(context, 1, out))};
+}
 
 std::vector<Tensor> lower_relu(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   if (out.dtype == DType::kBool) context.refuse("relu of bool");
   FunctionBuilder& builder = context.builder();
   const Tensor x = operand(context, 0, out);
-  // maximum propagates NaN, as torch.relu does.
-  return {builder.binary("stablehlo.maximum", x, builder.zeros(out.dtype, out.sizes))};
+  // relu(NaN) is NaN.
+  return {nan_propagating(builder, "stablehlo.maximum", x, builder.zeros(out.dtype, out.sizes))};
 }
 
 // addcmul(self, tensor1, tensor2, *, value) = self + value * tensor1 * tensor2, and addcdiv with

@@ -156,6 +156,23 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_clone, {"aten::clone", "aten::_to_copy"}},
         {lower_fill_, {"aten::fill_.Scalar"}},
         {lower_zero_, {"aten::zero_"}},
+        // reduction.cpp, arg_reduction.cpp, variance.cpp, scan.cpp, sort.cpp
+        {lower_amax, with_out("amax")},
+        {lower_amin, with_out("amin")},
+        {lower_max, with_out("max", "unary_out")},
+        {lower_min, with_out("min", "unary_out")},
+        {lower_any, {"aten::any", "aten::any.dim", "aten::any.dims", "aten::any.out",
+                     "aten::any.dims_out", "aten::any.all_out"}},
+        {lower_all, {"aten::all", "aten::all.dim", "aten::all.dims", "aten::all.out",
+                     "aten::all.dims_out", "aten::all.all_out"}},
+        {lower_prod, {"aten::prod", "aten::prod.dim_int", "aten::prod.out", "aten::prod.int_out"}},
+        {lower_argmax, with_out("argmax")},
+        {lower_argmin, with_out("argmin")},
+        {lower_max_dim, {"aten::max.dim", "aten::max.dim_max"}},
+        {lower_min_dim, {"aten::min.dim", "aten::min.dim_min"}},
+        {lower_var, {"aten::var.correction", "aten::var.correction_out"}},
+        {lower_cumsum, every_form("cumsum")},
+        {lower_sort_stable, {"aten::sort.stable", "aten::sort.values_stable"}},
     };
     std::unordered_map<std::string, OpLowering> by_schema;
     for (const Entry& entry : entries) {
