@@ -349,6 +349,13 @@ Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable
     std::vector<Buffer> outputs = compiled->loaded.execute(argument_list, &done);
     // Waiting here keeps a failing run's error with this task, which names the op.
     done.await();
+    // A violated run-time check fails the run before its results replace any storage's buffer.
+    const std::vector<std::string>& checks = compiled->lowered.check_messages;
+    for (size_t c = 0; c < checks.size(); ++c) {
+      bool violated = false;
+      outputs[results.size() + c].copy_to_host(&violated, sizeof(violated));
+      if (violated) throw runtime::RuntimeError(checks[c]);
+    }
     for (size_t r = 0; r < results.size(); ++r) {
       const auto& [s, at, host] = results[r];
       install(*at.slot, std::make_shared<const Buffer>(std::move(outputs[r])),

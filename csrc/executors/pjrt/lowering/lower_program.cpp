@@ -105,6 +105,17 @@ void OpContext::refuse(const std::string& what) const {
   throw NotSupported("not supported yet: " + node_.op + ": " + what);
 }
 
+void OpContext::check(const Tensor& violated, const std::string& message) {
+  if (violated.dtype != ir::DType::kBool) throw std::logic_error(node_.op + ": a check that is not bool");
+  Tensor anywhere = violated;
+  if (!violated.shape.empty()) {
+    std::vector<int64_t> every;
+    for (size_t d = 0; d < violated.shape.size(); ++d) every.push_back(static_cast<int64_t>(d));
+    anywhere = reduce(builder_, violated, every, {}, "stablehlo.or", builder_.zeros(ir::DType::kBool, {}));
+  }
+  checks_.push_back({anywhere, node_.op + ": " + message});
+}
+
 // ---- the program ----
 
 LoweredProgram lower_program(const ir::Program& program) {
@@ -177,6 +188,7 @@ LoweredProgram lower_program(const ir::Program& program) {
     return read_value(builder, storage_bytes(value.storage), value.type);
   };
 
+  std::vector<RunTimeCheck> checks;
   for (size_t n = 0; n < program.nodes.size(); ++n) {
     const ir::Node& node = program.nodes[n];
     bool writes = false;
@@ -188,7 +200,7 @@ LoweredProgram lower_program(const ir::Program& program) {
     if (lowering == nullptr) {
       throw NotSupported("not supported yet: no StableHLO lowering for " + node.op);
     }
-    OpContext context(builder, program, node, node_scalars[n], read);
+    OpContext context(builder, program, node, node_scalars[n], read, checks);
     const std::vector<Tensor> results = lowering(context);
     size_t r = 0;
     std::vector<bool> covered(storage_count, false);
@@ -224,6 +236,10 @@ LoweredProgram lower_program(const ir::Program& program) {
     if (!written[s] || !program.storages[s].live_out || program.storages[s].bytes == 0) continue;
     results.push_back(*current[s]);
     lowered.result_storages.push_back(static_cast<ir::StorageId>(s));
+  }
+  for (const RunTimeCheck& check : checks) {
+    results.push_back(check.violated);
+    lowered.check_messages.push_back(check.message);
   }
   lowered.mlir = builder.finish_module(results);
   return lowered;

@@ -22,6 +22,9 @@ struct LoweredProgram {
   std::vector<ir::ScalarValue::Kind> scalar_kinds;
   // Result i is the final contents of this storage.
   std::vector<ir::StorageId> result_storages;
+  // The results after those: one 0-d bool per run-time check, true when the program's input
+  // violated it; the run then fails with this message ("aten::gather: index 3 is out of ...").
+  std::vector<std::string> check_messages;
   // Per program storage: the element type of its parameter and result, `tensor<N x unit>`
   // (bytes / element size elements): a dtype its values share, or kUInt8 (storage_bytes.h).
   std::vector<ir::DType> storage_units;

@@ -16,14 +16,21 @@
 
 namespace torch_tpu::executors::pjrt::lowering {
 
+// A data-dependent error a lowering cannot raise while compiling (an index out of range, an
+// integral zero divisor): `violated` is a 0-d bool the program returns, `message` names the op.
+struct RunTimeCheck {
+  Tensor violated;
+  std::string message;
+};
+
 // One node being lowered. Tensor arguments are read on demand (an out= argument is never read).
 class OpContext {
  public:
   using ReadValue = std::function<Tensor(ir::ValueId)>;
   OpContext(FunctionBuilder& builder, const ir::Program& program, const ir::Node& node,
-            std::vector<Tensor> scalar_operands, ReadValue read)
+            std::vector<Tensor> scalar_operands, ReadValue read, std::vector<RunTimeCheck>& checks)
       : builder_(builder), program_(program), node_(node),
-        scalar_operands_(std::move(scalar_operands)), read_(std::move(read)) {}
+        scalar_operands_(std::move(scalar_operands)), read_(std::move(read)), checks_(checks) {}
 
   FunctionBuilder& builder() { return builder_; }
   const ir::Node& node() const { return node_; }
@@ -45,6 +52,10 @@ class OpContext {
   bool writes_an_argument() const;
   // Throws executors::NotSupported "not supported yet: <op>: <what>".
   [[noreturn]] void refuse(const std::string& what) const;
+  // The program fails when it runs, with "<op>: <message>", if `violated` (bool, any shape)
+  // holds anywhere: ATen's data-dependent errors. The executor reads the outcome after the run
+  // and keeps the storages the program would have written as they were.
+  void check(const Tensor& violated, const std::string& message);
 
  private:
   FunctionBuilder& builder_;
@@ -52,6 +63,7 @@ class OpContext {
   const ir::Node& node_;
   std::vector<Tensor> scalar_operands_;  // in argument order, one per kScalar argument
   ReadValue read_;
+  std::vector<RunTimeCheck>& checks_;
 };
 
 // Returns the node's tensor returns, in node.returns order, each shaped as its return type.
