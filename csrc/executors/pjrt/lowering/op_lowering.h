@@ -132,4 +132,16 @@ std::vector<Tensor> lower_clone(OpContext& context);      // clone, _to_copy
 std::vector<Tensor> lower_fill_(OpContext& context);      // fill_.Scalar
 std::vector<Tensor> lower_zero_(OpContext& context);      // zero_
 
+// normalization.cpp, convolution.cpp, padding.cpp, pooling.cpp (NN ops)
+std::vector<Tensor> lower_native_layer_norm(OpContext& context);   // native_layer_norm (+ .out)
+std::vector<Tensor> lower_native_group_norm(OpContext& context);   // native_group_norm (+ .out)
+std::vector<Tensor> lower_native_batch_norm(OpContext& context);   // native_batch_norm (+ .out)
+std::vector<Tensor> lower_native_batch_norm_legit(OpContext& context);  // _native_batch_norm_legit
+std::vector<Tensor> lower_native_batch_norm_legit_no_stats(OpContext& context);
+std::vector<Tensor> lower_native_batch_norm_legit_no_training(OpContext& context);
+std::vector<Tensor> lower_convolution(OpContext& context);         // convolution (+ .out)
+std::vector<Tensor> lower_reflection_pad(OpContext& context);      // reflection_pad{1,2,3}d
+std::vector<Tensor> lower_replication_pad(OpContext& context);     // replication_pad{1,2,3}d
+std::vector<Tensor> lower_avg_pool(OpContext& context);            // avg_pool{2,3}d (+ .out)
+
 }  // namespace torch_tpu::executors::pjrt::lowering

@@ -92,6 +92,25 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_clone, {"aten::clone", "aten::_to_copy"}},
         {lower_fill_, {"aten::fill_.Scalar"}},
         {lower_zero_, {"aten::zero_"}},
+        // normalization.cpp
+        {lower_native_layer_norm, with_out("native_layer_norm")},
+        {lower_native_group_norm, with_out("native_group_norm")},
+        {lower_native_batch_norm, with_out("native_batch_norm")},
+        {lower_native_batch_norm_legit, with_out("_native_batch_norm_legit")},
+        {lower_native_batch_norm_legit_no_stats,
+         {"aten::_native_batch_norm_legit.no_stats", "aten::_native_batch_norm_legit.no_stats_out"}},
+        {lower_native_batch_norm_legit_no_training, with_out("_native_batch_norm_legit_no_training")},
+        // convolution.cpp
+        {lower_convolution, with_out("convolution")},
+        // padding.cpp
+        {lower_reflection_pad,
+         {"aten::reflection_pad1d", "aten::reflection_pad1d.out", "aten::reflection_pad2d",
+          "aten::reflection_pad2d.out", "aten::reflection_pad3d", "aten::reflection_pad3d.out"}},
+        {lower_replication_pad,
+         {"aten::replication_pad1d", "aten::replication_pad1d.out", "aten::replication_pad2d",
+          "aten::replication_pad2d.out", "aten::replication_pad3d", "aten::replication_pad3d.out"}},
+        // pooling.cpp
+        {lower_avg_pool, {"aten::avg_pool2d", "aten::avg_pool2d.out", "aten::avg_pool3d", "aten::avg_pool3d.out"}},
     };
     std::unordered_map<std::string, OpLowering> by_schema;
     for (const Entry& entry : entries) {
