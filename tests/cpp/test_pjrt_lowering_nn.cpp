@@ -428,3 +428,24 @@ TEST_F(NnLoweringTest, ReflectionPadRefusesPaddingNotBelowTheSize) {
       [](const std::vector<Argument>& t) { return std::vector<Argument>{t[0], ints({3, 0})}; }, {f32({1, 6})});
   EXPECT_NE(why.find("reflection padding not below the size"), std::string::npos) << why;
 }
+
+TEST_F(NnLoweringTest, HalfPrecisionFormsATenRoundsMidwayAreRefused) {
+  // ATen normalizes half-precision batches with statistics rounded to the dtype, and its
+  // transposed convolution rounds partial sums: both stay on the host kernel.
+  const std::string batch_norm = refusal(
+      "aten::native_batch_norm", {{DType::kBFloat16, {3, 2, 2}, 4}},
+      [](const std::vector<Argument>& t) {
+        return std::vector<Argument>{t[0], Argument::none(), Argument::none(), Argument::none(), Argument::none(),
+                                     Argument::boolean(true), Argument::double_value(0.1), Argument::double_value(1e-5)};
+      },
+      {row_major(DType::kBFloat16, {3, 2, 2}), row_major(DType::kBFloat16, {2}), row_major(DType::kBFloat16, {2})});
+  EXPECT_NE(batch_norm.find("half-precision training"), std::string::npos) << batch_norm;
+  const std::string transposed = refusal(
+      "aten::convolution", {{DType::kBFloat16, {1, 2, 4}, 8}, {DType::kBFloat16, {2, 3, 2}, 9}},
+      [](const std::vector<Argument>& t) {
+        return std::vector<Argument>{t[0], t[1], Argument::none(), ints({1}), ints({0}), ints({1}),
+                                     Argument::boolean(true), ints({0}), Argument::int_value(1)};
+      },
+      {row_major(DType::kBFloat16, {1, 3, 5})});
+  EXPECT_NE(transposed.find("half-precision transposed convolution"), std::string::npos) << transposed;
+}

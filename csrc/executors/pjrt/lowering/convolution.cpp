@@ -4,7 +4,8 @@
 // reversed with its feature dimensions swapped per group, padded by dilation * (k - 1) -
 // padding (+ output_padding on the high side). Half precision convolves in f32 and rounds once,
 // as oneDNN accumulates. Refused: operands of another dtype than the output, negative padding
-// of a transposed form (padding > dilation * (k - 1)).
+// of a transposed form (padding > dilation * (k - 1)), and a half-precision transposed form
+// (ATen's col2im rounds partial sums to the dtype: about a third of the elements differ).
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -84,6 +85,7 @@ std::vector<Tensor> lower_convolution(OpContext& context) {
   std::vector<int64_t> window_strides = stride, lhs_dilation(spatial, 1);
   std::vector<int64_t> expected = {input.shape[0], 0};
   if (transposed) {
+    if (compute != out.dtype) context.refuse("half-precision transposed convolution (ATen rounds its partial sums)");
     const std::vector<int64_t> output_padding = per_dimension(context, 7, spatial, "output_padding");
     if (weight.shape[0] != input.shape[1]) context.refuse("a transposed weight of another input channel count");
     std::vector<int64_t> spatial_dims;
