@@ -1,5 +1,5 @@
 // The PJRT lowerings of Core ATen NN ops (normalization.cpp, convolution.cpp, padding.cpp,
-// pooling.cpp) on the CPU plugin, against values PyTorch 2.13's CPU kernels computed for the
+// pooling.cpp, upsample.cpp) on the CPU plugin, against values PyTorch 2.13's CPU kernels computed for the
 // same inputs (tests/cpp keeps no torch: they are written out below). Inputs are the exact
 // pattern (((i * 7 + seed * 3) % 11) - 5) / 4, representable in every floating dtype.
 #include <cmath>
@@ -71,6 +71,22 @@ const std::vector<double> kReflectionPad2dOut = {-1, 0, 1, 0, -1, 0.75, -1, 0.25
 const std::vector<double> kReplicationPad1dOut = {0, 0, 0, 0, 1, 2, 3, 3, 4, 4, 4, 4, 5, 6, 7, 7};
 // kReplicationPad3dOut [1, 4, 4, 4] torch.float32
 const std::vector<double> kReplicationPad3dOut = {-1, -1, 0.75, -0.25, -1.25, -1.25, 0.5, -0.5, -1.25, -1.25, 0.5, -0.5, -1.25, -1.25, 0.5, -0.5, -1, -1, 0.75, -0.25, -1.25, -1.25, 0.5, -0.5, -1.25, -1.25, 0.5, -0.5, -1.25, -1.25, 0.5, -0.5, 1.25, 1.25, 0.25, -0.75, 1, 1, 0, -1, 1, 1, 0, -1, 1, 1, 0, -1, 1.25, 1.25, 0.25, -0.75, 1, 1, 0, -1, 1, 1, 0, -1, 1, 1, 0, -1};
+// kAdaptiveAvgPool2dOut [1, 2, 3, 4] torch.float32
+const std::vector<double> kAdaptiveAvgPool2dOut = {0.3125, -0.0416666679, 0.25, 0.125, 0.125, 0, 0.138888881, 0.166666672, -0.0625, 0.0416666679, -0.125, 0.4375, -0.3125, 0.25, 0.0833333358, 0.1875, -0.0416666679, 0.138888881, -0.027777778, 0, 0, -0.125, 0.166666672, -0.1875};
+// kAdaptiveAvgPool3dOut [2, 2, 3, 2] torch.float32
+const std::vector<double> kAdaptiveAvgPool3dOut = {-0.09375, -0.0625, 0.09375, -0.21875, -0.0625, 0.3125, 0, -0.3125, 0.1875, 0.21875, -0.3125, 0.0625, 0.09375, -0.21875, -0.0625, 0.3125, -0.21875, -0.1875, 0.1875, 0.21875, -0.3125, 0.0625, 0.21875, -0.09375};
+// kNearestScaledOut [1, 2, 7, 10] torch.float32
+const std::vector<double> kNearestScaledOut = {1, 1, 1, 0, 0, -1, -1, -1, 0.75, 0.75, 1, 1, 1, 0, 0, -1, -1, -1, 0.75, 0.75, -0.25, -0.25, -0.25, -1.25, -1.25, 0.5, 0.5, 0.5, -0.5, -0.5, -0.25, -0.25, -0.25, -1.25, -1.25, 0.5, 0.5, 0.5, -0.5, -0.5, 1.25, 1.25, 1.25, 0.25, 0.25, -0.75, -0.75, -0.75, 1, 1, 1.25, 1.25, 1.25, 0.25, 0.25, -0.75, -0.75, -0.75, 1, 1, 1.25, 1.25, 1.25, 0.25, 0.25, -0.75, -0.75, -0.75, 1, 1, 0, 0, 0, -1, -1, 0.75, 0.75, 0.75, -0.25, -0.25, 0, 0, 0, -1, -1, 0.75, 0.75, 0.75, -0.25, -0.25, -1.25, -1.25, -1.25, 0.5, 0.5, -0.5, -0.5, -0.5, 1.25, 1.25, -1.25, -1.25, -1.25, 0.5, 0.5, -0.5, -0.5, -0.5, 1.25, 1.25, 0.25, 0.25, 0.25, -0.75, -0.75, 1, 1, 1, 0, 0, 0.25, 0.25, 0.25, -0.75, -0.75, 1, 1, 1, 0, 0, 0.25, 0.25, 0.25, -0.75, -0.75, 1, 1, 1, 0, 0};
+// kNearestSizedOut [1, 2, 6, 3] torch.float32
+const std::vector<double> kNearestSizedOut = {1, 0, -1, 1, 0, -1, -0.25, -1.25, 0.5, -0.25, -1.25, 0.5, 1.25, 0.25, -0.75, 1.25, 0.25, -0.75, 0, -1, 0.75, 0, -1, 0.75, -1.25, 0.5, -0.5, -1.25, 0.5, -0.5, 0.25, -0.75, 1, 0.25, -0.75, 1};
+// kNearestVecOut [1, 2, 6, 6] torch.float32
+const std::vector<double> kNearestVecOut = {1, 1, 0, -1, -1, 0.75, 1, 1, 0, -1, -1, 0.75, -0.25, -0.25, -1.25, 0.5, 0.5, -0.5, -0.25, -0.25, -1.25, 0.5, 0.5, -0.5, 1.25, 1.25, 0.25, -0.75, -0.75, 1, 1.25, 1.25, 0.25, -0.75, -0.75, 1, 0, 0, -1, 0.75, 0.75, -0.25, 0, 0, -1, 0.75, 0.75, -0.25, -1.25, -1.25, 0.5, -0.5, -0.5, 1.25, -1.25, -1.25, 0.5, -0.5, -0.5, 1.25, 0.25, 0.25, -0.75, 1, 1, 0, 0.25, 0.25, -0.75, 1, 1, 0};
+// kBilinearOut [1, 2, 5, 9] torch.float32
+const std::vector<double> kBilinearOut = {1, 0.833333313, 0.388888896, -0.055555582, -0.5, -0.944444418, -0.319444537, 0.458333194, 0.75, 0.49999994, 0.333333284, -0.111111157, -0.494444519, -0.449999988, -0.405555487, -0.147222236, 0.141666606, 0.24999994, -0.25, -0.416666687, -0.861111104, -1.15277767, -0.375, 0.402777731, 0.111111164, -0.333333254, -0.5, 0.650000215, 0.483333558, 0.0388891287, -0.344444245, -0.299999982, -0.255555689, 0.00277772546, 0.291666746, 0.400000215, 1.25, 1.08333337, 0.638888896, 0.194444418, -0.25, -0.694444418, -0.0694445074, 0.708333194, 1, 0, -0.166666672, -0.611111104, -0.902777731, -0.125, 0.652777731, 0.361111164, -0.0833332539, -0.25, -0.50000006, -0.483333319, -0.438888848, -0.36388877, -0.0749999881, 0.213888794, 0.288888872, 0.333333373, 0.350000054, -1.25, -0.958333313, -0.180555567, 0.444444418, 0, -0.444444418, 0.180555463, 0.958333135, 1.25, -0.349999785, -0.333333164, -0.288888931, -0.213889018, 0.0750000179, 0.363889039, 0.438888937, 0.48333323, 0.499999821, 0.25, 0.0833333284, -0.361111134, -0.652777731, 0.125, 0.902777731, 0.611111164, 0.166666746, 0};
+// kBilinearAlignedOut [1, 2, 5, 9] torch.float32
+const std::vector<double> kBilinearAlignedOut = {1, 0.625, 0.25, -0.125, -0.5, -0.875, -0.5625, 0.09375, 0.75, 0.375, 0, -0.375, -0.578125, -0.4375, -0.296875, -0.15625, -0.015625, 0.125, -0.25, -0.625, -1, -1.03125, -0.375, 0.28125, 0.25, -0.125, -0.5, 0.5, 0.125, -0.25, -0.453125, -0.3125, -0.171875, -0.03125, 0.109375, 0.25, 1.25, 0.875, 0.5, 0.125, -0.25, -0.625, -0.3125, 0.34375, 1, 0, -0.375, -0.75, -0.78125, -0.125, 0.53125, 0.5, 0.125, -0.25, -0.625, -0.484375, -0.34375, -0.203125, -0.0625, 0.078125, 0.21875, 0.359375, 0.5, -1.25, -0.59375, 0.0625, 0.375, 0, -0.375, -0.0625, 0.59375, 1.25, -0.5, -0.359375, -0.21875, -0.078125, 0.0625, 0.203125, 0.34375, 0.484375, 0.625, 0.25, -0.125, -0.5, -0.53125, 0.125, 0.78125, 0.75, 0.375, 0};
+// kBilinearF64ScaledOut [1, 1, 4, 3] torch.float64
+const std::vector<double> kBilinearF64ScaledOut = {-0.708333333, 0.25, -1.08333333, -0.1875, 0.3125, -0.333333333, 0.201388889, 0.395833333, 0.208333333, -0.326388889, 0.479166667, -0.625};
 
 double pattern_value(size_t i, int seed) {
   return static_cast<double>(static_cast<int>((i * 7 + static_cast<size_t>(seed) * 3) % 11) - 5) * 0.25;
@@ -448,4 +464,80 @@ TEST_F(NnLoweringTest, HalfPrecisionFormsATenRoundsMidwayAreRefused) {
       },
       {row_major(DType::kBFloat16, {1, 3, 5})});
   EXPECT_NE(transposed.find("half-precision transposed convolution"), std::string::npos) << transposed;
+}
+
+TEST_F(NnLoweringTest, AdaptiveAvgPool2dOfUnequalWindows) {
+  // 5 -> 3 and 7 -> 4: overlapping windows of 2 and 3 elements, divided by each extent in turn.
+  const auto results = run_op(
+      "aten::_adaptive_avg_pool2d", {{DType::kFloat32, {1, 2, 5, 7}, 1}},
+      [](const std::vector<Argument>& t) { return std::vector<Argument>{t[0], ints({3, 4})}; }, {f32({1, 2, 3, 4})});
+  expect_near(results[0], kAdaptiveAvgPool2dOut, 1e-6, "out");
+}
+
+TEST_F(NnLoweringTest, AdaptiveAvgPool3dMixesEqualAndUnequalWindows) {
+  const auto results = run_op(
+      "aten::_adaptive_avg_pool3d", {{DType::kFloat32, {2, 4, 6, 3}, 2}},
+      [](const std::vector<Argument>& t) { return std::vector<Argument>{t[0], ints({2, 3, 2})}; },
+      {f32({2, 2, 3, 2})});
+  expect_near(results[0], kAdaptiveAvgPool3dOut, 1e-6, "out");
+}
+
+TEST_F(NnLoweringTest, UpsampleNearest2dIndexesAsATen) {
+  const Operand x{DType::kFloat32, {1, 2, 3, 4}, 3};
+  const auto scaled = run_op(
+      "aten::upsample_nearest2d", {x},
+      [](const std::vector<Argument>& t) {
+        return std::vector<Argument>{t[0], ints({7, 10}), Argument::double_value(1.7), Argument::double_value(2.5)};
+      },
+      {f32({1, 2, 7, 10})});
+  expect_near(scaled[0], kNearestScaledOut, 0.0, "scales 1.7, 2.5");
+  const auto sized = run_op(
+      "aten::upsample_nearest2d", {x},
+      [](const std::vector<Argument>& t) {
+        return std::vector<Argument>{t[0], ints({6, 3}), Argument::none(), Argument::none()};
+      },
+      {f32({1, 2, 6, 3})});
+  expect_near(sized[0], kNearestSizedOut, 0.0, "output_size 6, 3");
+  const auto vec = run_op(
+      "aten::upsample_nearest2d.vec", {x},
+      [](const std::vector<Argument>& t) {
+        return std::vector<Argument>{t[0], Argument::none(), Argument::double_list({2.0, 1.5})};
+      },
+      {f32({1, 2, 6, 6})});
+  expect_near(vec[0], kNearestVecOut, 0.0, ".vec scale_factors 2, 1.5");
+}
+
+TEST_F(NnLoweringTest, UpsampleBilinear2dWithAndWithoutAlignCorners) {
+  const auto pool = [&](bool align_corners) {
+    return run_op(
+        "aten::upsample_bilinear2d", {{DType::kFloat32, {1, 2, 3, 4}, 3}},
+        [&](const std::vector<Argument>& t) {
+          return std::vector<Argument>{t[0], ints({5, 9}), Argument::boolean(align_corners), Argument::none(),
+                                       Argument::none()};
+        },
+        {f32({1, 2, 5, 9})})[0];
+  };
+  expect_near(pool(false), kBilinearOut, 1e-6, "align_corners=False");
+  expect_near(pool(true), kBilinearAlignedOut, 1e-6, "align_corners=True");
+}
+
+TEST_F(NnLoweringTest, UpsampleBilinear2dVecOfFloat64UsesTheScaleFactors) {
+  const auto results = run_op(
+      "aten::upsample_bilinear2d.vec", {{DType::kFloat64, {1, 1, 3, 4}, 4}},
+      [](const std::vector<Argument>& t) {
+        return std::vector<Argument>{t[0], Argument::none(), Argument::boolean(false),
+                                     Argument::double_list({1.5, 0.75})};
+      },
+      {row_major(DType::kFloat64, {1, 1, 4, 3})});
+  expect_near(results[0], kBilinearF64ScaledOut, 1e-14, "out");
+}
+
+TEST_F(NnLoweringTest, UpsampleBilinear2dRefusesHalfPrecision) {
+  const std::string why = refusal(
+      "aten::upsample_bilinear2d", {{DType::kBFloat16, {1, 1, 2, 2}, 0}},
+      [](const std::vector<Argument>& t) {
+        return std::vector<Argument>{t[0], ints({3, 3}), Argument::boolean(false), Argument::none(), Argument::none()};
+      },
+      {row_major(DType::kBFloat16, {1, 1, 3, 3})});
+  EXPECT_NE(why.find("ATen rounds half-precision weights"), std::string::npos) << why;
 }

@@ -132,7 +132,7 @@ std::vector<Tensor> lower_clone(OpContext& context);      // clone, _to_copy
 std::vector<Tensor> lower_fill_(OpContext& context);      // fill_.Scalar
 std::vector<Tensor> lower_zero_(OpContext& context);      // zero_
 
-// normalization.cpp, convolution.cpp, padding.cpp, pooling.cpp (NN ops)
+// normalization.cpp, convolution.cpp, padding.cpp, pooling.cpp, upsample.cpp (NN ops)
 std::vector<Tensor> lower_native_layer_norm(OpContext& context);   // native_layer_norm (+ .out)
 std::vector<Tensor> lower_native_group_norm(OpContext& context);   // native_group_norm (+ .out)
 std::vector<Tensor> lower_native_batch_norm(OpContext& context);   // native_batch_norm (+ .out)
@@ -143,5 +143,8 @@ std::vector<Tensor> lower_convolution(OpContext& context);         // convolutio
 std::vector<Tensor> lower_reflection_pad(OpContext& context);      // reflection_pad{1,2,3}d
 std::vector<Tensor> lower_replication_pad(OpContext& context);     // replication_pad{1,2,3}d
 std::vector<Tensor> lower_avg_pool(OpContext& context);            // avg_pool{2,3}d (+ .out)
+std::vector<Tensor> lower_adaptive_avg_pool(OpContext& context);   // _adaptive_avg_pool{2,3}d
+std::vector<Tensor> lower_upsample_nearest2d(OpContext& context);  // upsample_nearest2d (+ .vec)
+std::vector<Tensor> lower_upsample_bilinear2d(OpContext& context);  // upsample_bilinear2d (+ .vec)
 
 }  // namespace torch_tpu::executors::pjrt::lowering

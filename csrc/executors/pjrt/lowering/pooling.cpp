@@ -4,6 +4,10 @@
 // clipped to the padded input (count_include_pad) or to the input. Counts depend only on the
 // output position, so they are constants. Half precision sums in f32 and rounds once. Refused:
 // windows that cover no input element (ATen writes 0 there), integer dtypes.
+// _adaptive_avg_pool2d / 3d(self, output_size): window o of a dimension spans
+// [floor(o * in / out), ceil((o + 1) * in / out)); ATen divides the window's sum by each
+// dimension's extent in turn. Equal windows are one reduce_window, others one slice and sum
+// per output position and dimension.
 #include <algorithm>
 
 #include "executors/pjrt/lowering/op_lowering.h"
@@ -106,6 +110,74 @@ std::vector<Tensor> lower_avg_pool(OpContext& context) {
     }
   }
   return {builder.convert(builder.binary("stablehlo.divide", sum, divisor), out.dtype)};
+}
+
+namespace {
+
+// x's windows [starts[o], ends[o]) along `dim` summed, one per output position.
+Tensor adaptive_sum_along(FunctionBuilder& builder, const Tensor& x, size_t dim, const std::vector<int64_t>& starts,
+                          const std::vector<int64_t>& ends) {
+  const int64_t in = x.shape[dim];
+  const auto outs = static_cast<int64_t>(starts.size());
+  std::vector<int64_t> shape = x.shape;
+  shape[dim] = outs;
+  if (in % outs == 0) {
+    std::vector<int64_t> window(x.shape.size(), 1);
+    window[dim] = in / outs;
+    return window_sum(builder, x, window, window, std::vector<std::pair<int64_t, int64_t>>(x.shape.size(), {0, 0}),
+                      shape);
+  }
+  std::vector<Tensor> sums;
+  std::vector<int64_t> kept = x.shape;
+  kept.erase(kept.begin() + static_cast<std::ptrdiff_t>(dim));
+  std::vector<int64_t> one = x.shape;
+  one[dim] = 1;
+  for (int64_t o = 0; o < outs; ++o) {
+    std::vector<int64_t> first(x.shape.size(), 0), limit = x.shape, steps(x.shape.size(), 1);
+    first[dim] = starts[static_cast<size_t>(o)];
+    limit[dim] = ends[static_cast<size_t>(o)];
+    std::vector<int64_t> sliced = x.shape;
+    sliced[dim] = limit[dim] - first[dim];
+    const Tensor window = builder.op("stablehlo.slice", {x}, x.dtype, sliced,
+                                     "limit_indices = " + i64_array(limit) + ", start_indices = " + i64_array(first) +
+                                         ", strides = " + i64_array(steps));
+    sums.push_back(builder.reshape(reduce_sum(builder, window, {static_cast<int64_t>(dim)}, kept), one));
+  }
+  return builder.op("stablehlo.concatenate", sums, x.dtype, shape, "dimension = " + std::to_string(dim) + " : i64");
+}
+
+}  // namespace
+
+std::vector<Tensor> lower_adaptive_avg_pool(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  const DType compute = floating_compute(context, out.dtype);
+  FunctionBuilder& builder = context.builder();
+  const Tensor x = builder.convert(context.tensor(0), compute);
+  const size_t spatial = context.op().starts_with("aten::_adaptive_avg_pool3d") ? 3 : 2;
+  const size_t rank = x.shape.size();
+  if ((rank != spatial + 1 && rank != spatial + 2) || out.sizes.size() != rank) context.refuse("an input of that rank");
+  if (x.numel() == 0) context.refuse("an input with no elements");
+  const size_t lead = rank - spatial;
+  Tensor sum = x;
+  std::vector<std::vector<int64_t>> extents(spatial);
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t in = x.shape[lead + d], outs = out.sizes[lead + d];
+    if (outs <= 0) context.refuse("an empty output size");
+    std::vector<int64_t> starts, ends;
+    for (int64_t o = 0; o < outs; ++o) {
+      starts.push_back(o * in / outs);
+      ends.push_back(((o + 1) * in + outs - 1) / outs);
+      extents[d].push_back(ends.back() - starts.back());
+    }
+    sum = adaptive_sum_along(builder, sum, lead + d, starts, ends);
+  }
+  if (sum.shape != out.sizes) context.refuse("an output shape other than the pooling's");
+  for (size_t d = 0; d < spatial; ++d) {
+    const Tensor extent = builder.broadcast_in_dim(vector_constant(builder, extents[d], compute), out.sizes,
+                                                   {static_cast<int64_t>(lead + d)});
+    sum = builder.binary("stablehlo.divide", sum, extent);
+  }
+  return {builder.convert(sum, out.dtype)};
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering

@@ -111,6 +111,16 @@ const std::unordered_map<std::string, OpLowering>& table() {
           "aten::replication_pad2d.out", "aten::replication_pad3d", "aten::replication_pad3d.out"}},
         // pooling.cpp
         {lower_avg_pool, {"aten::avg_pool2d", "aten::avg_pool2d.out", "aten::avg_pool3d", "aten::avg_pool3d.out"}},
+        {lower_adaptive_avg_pool,
+         {"aten::_adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d.out", "aten::_adaptive_avg_pool3d",
+          "aten::_adaptive_avg_pool3d.out"}},
+        // upsample.cpp
+        {lower_upsample_nearest2d,
+         {"aten::upsample_nearest2d", "aten::upsample_nearest2d.out", "aten::upsample_nearest2d.vec",
+          "aten::upsample_nearest2d.vec_out"}},
+        {lower_upsample_bilinear2d,
+         {"aten::upsample_bilinear2d", "aten::upsample_bilinear2d.out", "aten::upsample_bilinear2d.vec",
+          "aten::upsample_bilinear2d.vec_out"}},
     };
     std::unordered_map<std::string, OpLowering> by_schema;
     for (const Entry& entry : entries) {
