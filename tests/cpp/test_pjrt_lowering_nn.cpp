@@ -87,6 +87,16 @@ const std::vector<double> kBilinearOut = {1, 0.833333313, 0.388888896, -0.055555
 const std::vector<double> kBilinearAlignedOut = {1, 0.625, 0.25, -0.125, -0.5, -0.875, -0.5625, 0.09375, 0.75, 0.375, 0, -0.375, -0.578125, -0.4375, -0.296875, -0.15625, -0.015625, 0.125, -0.25, -0.625, -1, -1.03125, -0.375, 0.28125, 0.25, -0.125, -0.5, 0.5, 0.125, -0.25, -0.453125, -0.3125, -0.171875, -0.03125, 0.109375, 0.25, 1.25, 0.875, 0.5, 0.125, -0.25, -0.625, -0.3125, 0.34375, 1, 0, -0.375, -0.75, -0.78125, -0.125, 0.53125, 0.5, 0.125, -0.25, -0.625, -0.484375, -0.34375, -0.203125, -0.0625, 0.078125, 0.21875, 0.359375, 0.5, -1.25, -0.59375, 0.0625, 0.375, 0, -0.375, -0.0625, 0.59375, 1.25, -0.5, -0.359375, -0.21875, -0.078125, 0.0625, 0.203125, 0.34375, 0.484375, 0.625, 0.25, -0.125, -0.5, -0.53125, 0.125, 0.78125, 0.75, 0.375, 0};
 // kBilinearF64ScaledOut [1, 1, 4, 3] torch.float64
 const std::vector<double> kBilinearF64ScaledOut = {-0.708333333, 0.25, -1.08333333, -0.1875, 0.3125, -0.333333333, 0.201388889, 0.395833333, 0.208333333, -0.326388889, 0.479166667, -0.625};
+// kConvBackwardInput [2, 2, 5, 5] torch.float32
+const std::vector<double> kConvBackwardInput = {-0.4375, 0.375, -1, 1.3125, 0.5, 1.375, 2.5, -2.5, -0.4375, 0.5, 1.3125, -0.25, -1.3125, 1.375, 0.1875, 2.125, 1.9375, -3.125, 0.375, -0.125, 1, -0.1875, -1.625, 1.4375, -0.125, 0.6875, 0.0625, -1.75, 1.375, -0.0625, 0.75, 0.25, 0, 0.125, 0.625, 0.9375, -2.875, -1.5, 1.1875, 0.1875, -0.125, -2.875, -0.1875, 0.4375, 0.4375, 1.1875, -3.0625, -1.25, 1, 0.4375, 0.1875, -1.125, 1, -0.1875, -1.625, -0.125, -1.875, 1.5, 1.375, -0.3125, -0.125, -1.0625, 0.6875, -2.1875, 0.8125, -0.75, 1, 0.1875, -4, 1.125, -0.4375, 0.375, -1, 1.3125, 0.5, 0.1875, 1.125, 1.1875, -3.0625, -1.25, 0.4375, 3.0625, -0.3125, -6, 1, 0.4375, 0.9375, 1.4375, 0.1875, -0.3125, 0.25, 3.375, -3.25, -0.875, 0.8125, 0.6875, 0.0625, -1.75, 1.375, -0.0625};
+// kConvBackwardWeight [3, 2, 3, 3] torch.float32
+const std::vector<double> kConvBackwardWeight = {0.9375, -0.5, 0.875, 0.1875, 2.0625, -0.25, -2.6875, -1.125, 0.6875, -1.125, 0.75, 2.3125, -2.25, -0.75, 0.5, -3.875, 0.75, 2.3125, -1.25, 3.4375, -2.6875, -2.75, 1.4375, 3, 2, 2.125, -1.5, 1.625, 2.8125, -3.875, -0.875, 2, 1.1875, -1.8125, 2.125, -1.8125, 0.6875, 0.5, 2, -0.1875, 0.8125, -2, 0.5, 2.625, -0.9375, 2.3125, -2, -1.8125, 0.5, -2.125, 1.1875, 2.3125, 0.75, -3.875};
+// kConvBackwardBias [3] torch.float32
+const std::vector<double> kConvBackwardBias = {0.25, 0.5, -2};
+// kConvBackwardGroupedInput [2, 4, 8] torch.float64
+const std::vector<double> kConvBackwardGroupedInput = {1.8125, 0, 0.4375, 0, -3, 0, 0.375, 0, 1.4375, 0, 0.4375, 0, 0.4375, 0, 1.4375, 0, -0.75, 0, 2, 0, -0.5, 0, 0.5, 0, -0.75, 0, 2.0625, 0, -3.1875, 0, 0.5625, 0, 0.8125, 0, -0.625, 0, 1.25, 0, -0.125, 0, 1.1875, 0, -0.5, 0, 2.0625, 0, -2.4375, 0, 0.6875, 0, 1, 0, -1.6875, 0, 0.375, 0, 0.75, 0, -1.5625, 0, 0.5625, 0, 0.5, 0};
+// kConvBackwardGroupedWeight [6, 2, 3] torch.float64
+const std::vector<double> kConvBackwardGroupedWeight = {1.9375, 0.9375, -2.125, 1.375, 0.375, -2.6875, 1.375, 0.5625, -2.3125, 1.5625, 0.75, -2.125, 0.8125, -1.875, 0.9375, 1.0625, -1.625, 1.1875, 0.1875, 1.125, 2.0625, 0.5, 1.4375, -0.375, 1.125, 0.1875, -2.8125, 0.8125, -2.1875, -0.375, -1.375, -2.125, 0.5625, -1.625, 1.0625, 1};
 
 double pattern_value(size_t i, int seed) {
   return static_cast<double>(static_cast<int>((i * 7 + static_cast<size_t>(seed) * 3) % 11) - 5) * 0.25;
@@ -540,4 +550,34 @@ TEST_F(NnLoweringTest, UpsampleBilinear2dRefusesHalfPrecision) {
       },
       {row_major(DType::kBFloat16, {1, 1, 3, 3})});
   EXPECT_NE(why.find("ATen rounds half-precision weights"), std::string::npos) << why;
+}
+
+TEST_F(NnLoweringTest, ConvolutionBackwardGivesInputWeightAndBiasGradients) {
+  const auto results = run_op(
+      "aten::convolution_backward",
+      {{DType::kFloat32, {2, 3, 3, 3}, 2}, {DType::kFloat32, {2, 2, 5, 5}, 0}, {DType::kFloat32, {3, 2, 3, 3}, 1}},
+      [](const std::vector<Argument>& t) {
+        return std::vector<Argument>{t[0], t[1], t[2], ints({3}), ints({2, 2}), ints({1, 1}), ints({1, 1}),
+                                     Argument::boolean(false), ints({0, 0}), Argument::int_value(1),
+                                     Argument::bool_list({1, 1, 1})};
+      },
+      {f32({2, 2, 5, 5}), f32({3, 2, 3, 3}), f32({3})});
+  expect_near(results[0], kConvBackwardInput, 1e-6, "grad_input");
+  expect_near(results[1], kConvBackwardWeight, 1e-6, "grad_weight");
+  expect_near(results[2], kConvBackwardBias, 1e-6, "grad_bias");
+}
+
+TEST_F(NnLoweringTest, GroupedDilatedConvolutionBackwardSkipsMaskedGradients) {
+  // Stride 2 over 8 elements leaves the last one unread: its gradient is 0, its weight term none.
+  const auto results = run_op(
+      "aten::convolution_backward",
+      {{DType::kFloat64, {2, 6, 2}, 5}, {DType::kFloat64, {2, 4, 8}, 3}, {DType::kFloat64, {6, 2, 3}, 4}},
+      [](const std::vector<Argument>& t) {
+        return std::vector<Argument>{t[0], t[1], t[2], Argument::none(), ints({2}), ints({0}), ints({2}),
+                                     Argument::boolean(false), ints({0}), Argument::int_value(2),
+                                     Argument::bool_list({1, 1, 0})};
+      },
+      {row_major(DType::kFloat64, {2, 4, 8}), row_major(DType::kFloat64, {6, 2, 3})});
+  expect_near(results[0], kConvBackwardGroupedInput, 1e-14, "grad_input");
+  expect_near(results[1], kConvBackwardGroupedWeight, 1e-14, "grad_weight");
 }

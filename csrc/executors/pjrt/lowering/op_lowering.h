@@ -140,6 +140,7 @@ std::vector<Tensor> lower_native_batch_norm_legit(OpContext& context);  // _nati
 std::vector<Tensor> lower_native_batch_norm_legit_no_stats(OpContext& context);
 std::vector<Tensor> lower_native_batch_norm_legit_no_training(OpContext& context);
 std::vector<Tensor> lower_convolution(OpContext& context);         // convolution (+ .out)
+std::vector<Tensor> lower_convolution_backward(OpContext& context);  // (+ .out)
 std::vector<Tensor> lower_reflection_pad(OpContext& context);      // reflection_pad{1,2,3}d
 std::vector<Tensor> lower_replication_pad(OpContext& context);     // replication_pad{1,2,3}d
 std::vector<Tensor> lower_avg_pool(OpContext& context);            // avg_pool{2,3}d (+ .out)

@@ -102,6 +102,7 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_native_batch_norm_legit_no_training, with_out("_native_batch_norm_legit_no_training")},
         // convolution.cpp
         {lower_convolution, with_out("convolution")},
+        {lower_convolution_backward, with_out("convolution_backward")},
         // padding.cpp
         {lower_reflection_pad,
          {"aten::reflection_pad1d", "aten::reflection_pad1d.out", "aten::reflection_pad2d",
