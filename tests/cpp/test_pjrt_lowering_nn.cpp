@@ -97,6 +97,12 @@ const std::vector<double> kConvBackwardBias = {0.25, 0.5, -2};
 const std::vector<double> kConvBackwardGroupedInput = {1.8125, 0, 0.4375, 0, -3, 0, 0.375, 0, 1.4375, 0, 0.4375, 0, 0.4375, 0, 1.4375, 0, -0.75, 0, 2, 0, -0.5, 0, 0.5, 0, -0.75, 0, 2.0625, 0, -3.1875, 0, 0.5625, 0, 0.8125, 0, -0.625, 0, 1.25, 0, -0.125, 0, 1.1875, 0, -0.5, 0, 2.0625, 0, -2.4375, 0, 0.6875, 0, 1, 0, -1.6875, 0, 0.375, 0, 0.75, 0, -1.5625, 0, 0.5625, 0, 0.5, 0};
 // kConvBackwardGroupedWeight [6, 2, 3] torch.float64
 const std::vector<double> kConvBackwardGroupedWeight = {1.9375, 0.9375, -2.125, 1.375, 0.375, -2.6875, 1.375, 0.5625, -2.3125, 1.5625, 0.75, -2.125, 0.8125, -1.875, 0.9375, 1.0625, -1.625, 1.1875, 0.1875, 1.125, 2.0625, 0.5, 1.4375, -0.375, 1.125, 0.1875, -2.8125, 0.8125, -2.1875, -0.375, -1.375, -2.125, 0.5625, -1.625, 1.0625, 1};
+// kNoStatsOut [4, 3, 2] torch.float64
+const std::vector<double> kNoStatsOut = {-0.361445713, 0.281124444, 2.08331482, 0.416662963, -0.261044126, 0.301204761, -0.0401606348, 0.602409522, 1.24998889, -0.416662963, -0.421686665, 0.140562222, 0.281124444, -0.843373331, 0.416662963, -1.24998889, 0.301204761, -0.0200803174, 0.602409522, -0.522088252, -0.416662963, -2.08331482, 0.140562222, -0.180722857};
+// kNoStatsMean [3] torch.float64
+const std::vector<double> kNoStatsMean = {-0.0625, 0, 0.0625};
+// kNoStatsRstd [3] torch.float64
+const std::vector<double> kNoStatsRstd = {1.28514031, 1.33332148, 1.28514031};
 
 double pattern_value(size_t i, int seed) {
   return static_cast<double>(static_cast<int>((i * 7 + static_cast<size_t>(seed) * 3) % 11) - 5) * 0.25;
@@ -580,4 +586,18 @@ TEST_F(NnLoweringTest, GroupedDilatedConvolutionBackwardSkipsMaskedGradients) {
       {row_major(DType::kFloat64, {2, 4, 8}), row_major(DType::kFloat64, {6, 2, 3})});
   expect_near(results[0], kConvBackwardGroupedInput, 1e-14, "grad_input");
   expect_near(results[1], kConvBackwardGroupedWeight, 1e-14, "grad_weight");
+}
+
+TEST_F(NnLoweringTest, BatchNormLegitNoStatsNormalizesWithBatchStatistics) {
+  const TensorType stat = row_major(DType::kFloat64, {3});
+  const auto results = run_op(
+      "aten::_native_batch_norm_legit.no_stats", {{DType::kFloat64, {4, 3, 2}, 6}, {DType::kFloat64, {3}, 1}},
+      [](const std::vector<Argument>& t) {
+        return std::vector<Argument>{t[0], t[1], Argument::none(), Argument::boolean(true),
+                                     Argument::double_value(0.1), Argument::double_value(1e-5)};
+      },
+      {row_major(DType::kFloat64, {4, 3, 2}), stat, stat});
+  expect_near(results[0], kNoStatsOut, 1e-13, "out");
+  expect_near(results[1], kNoStatsMean, 1e-14, "save_mean");
+  expect_near(results[2], kNoStatsRstd, 1e-13, "save_invstd");
 }
