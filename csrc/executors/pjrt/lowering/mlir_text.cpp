@@ -1,5 +1,6 @@
 #include "executors/pjrt/lowering/mlir_text.h"
 
+#include <cstdio>
 #include <stdexcept>
 
 #include "ir/dtype.h"
@@ -199,6 +200,19 @@ Tensor FunctionBuilder::broadcast_to(const Tensor& x, const std::vector<int64_t>
   }
   return op("stablehlo.broadcast_in_dim", {x}, x.dtype, shape,
             "broadcast_dimensions = " + i64_array(dimensions));
+}
+
+Tensor FunctionBuilder::broadcast_in_dim(const Tensor& x, const std::vector<int64_t>& shape,
+                                         const std::vector<int64_t>& dimensions) {
+  return op("stablehlo.broadcast_in_dim", {x}, x.dtype, shape,
+            "broadcast_dimensions = " + i64_array(dimensions));
+}
+
+Tensor FunctionBuilder::float_splat(double value, ir::DType dtype, std::vector<int64_t> shape) {
+  // 17 significant digits round-trip a double; the parser rounds once to f32/bf16/f16.
+  char literal[40];
+  std::snprintf(literal, sizeof(literal), "%.16e", value);
+  return splat(literal, dtype, std::move(shape));
 }
 
 Tensor FunctionBuilder::binary(const std::string& name, const Tensor& a, const Tensor& b) {

@@ -81,6 +81,11 @@ class FunctionBuilder {
   // Broadcasts `x` (numpy rules: trailing dims aligned, size-1 dims stretched) to `shape`.
   Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape);
   Tensor binary(const std::string& name, const Tensor& a, const Tensor& b);
+  // Broadcasts `x` to `shape`, its dimension i becoming `dimensions[i]` (channel vectors).
+  Tensor broadcast_in_dim(const Tensor& x, const std::vector<int64_t>& shape,
+                          const std::vector<int64_t>& dimensions);
+  // A splat of the floating value `value` (eps, a count) rounded to `dtype` by the parser.
+  Tensor float_splat(double value, ir::DType dtype, std::vector<int64_t> shape);
   Tensor unary(const std::string& name, const Tensor& x);
   // stablehlo.compare of two tensors of one shape ("EQ", "NE", "LT", "LE", "GT", "GE"): bool.
   Tensor compare(const Tensor& a, const Tensor& b, const std::string& direction);

@@ -242,4 +242,20 @@ std::vector<Tensor> lower_cumsum(OpContext& context);     // cumsum, cumsum.out,
 // sort.cpp
 std::vector<Tensor> lower_sort_stable(OpContext& context);  // sort.stable, sort.values_stable
 
+// normalization.cpp, convolution.cpp, padding.cpp, pooling.cpp, upsample.cpp (NN ops)
+std::vector<Tensor> lower_native_layer_norm(OpContext& context);   // native_layer_norm (+ .out)
+std::vector<Tensor> lower_native_group_norm(OpContext& context);   // native_group_norm (+ .out)
+std::vector<Tensor> lower_native_batch_norm(OpContext& context);   // native_batch_norm (+ .out)
+std::vector<Tensor> lower_native_batch_norm_legit(OpContext& context);  // _native_batch_norm_legit
+std::vector<Tensor> lower_native_batch_norm_legit_no_stats(OpContext& context);
+std::vector<Tensor> lower_native_batch_norm_legit_no_training(OpContext& context);
+std::vector<Tensor> lower_convolution(OpContext& context);         // convolution (+ .out)
+std::vector<Tensor> lower_convolution_backward(OpContext& context);  // (+ .out)
+std::vector<Tensor> lower_reflection_pad(OpContext& context);      // reflection_pad{1,2,3}d
+std::vector<Tensor> lower_replication_pad(OpContext& context);     // replication_pad{1,2,3}d
+std::vector<Tensor> lower_avg_pool(OpContext& context);            // avg_pool{2,3}d (+ .out)
+std::vector<Tensor> lower_adaptive_avg_pool(OpContext& context);   // _adaptive_avg_pool{2,3}d
+std::vector<Tensor> lower_upsample_nearest2d(OpContext& context);  // upsample_nearest2d (+ .vec)
+std::vector<Tensor> lower_upsample_bilinear2d(OpContext& context);  // upsample_bilinear2d (+ .vec)
+
 }  // namespace torch_tpu::executors::pjrt::lowering

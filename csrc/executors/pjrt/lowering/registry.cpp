@@ -173,6 +173,36 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_var, {"aten::var.correction", "aten::var.correction_out"}},
         {lower_cumsum, every_form("cumsum")},
         {lower_sort_stable, {"aten::sort.stable", "aten::sort.values_stable"}},
+        // normalization.cpp
+        {lower_native_layer_norm, with_out("native_layer_norm")},
+        {lower_native_group_norm, with_out("native_group_norm")},
+        {lower_native_batch_norm, with_out("native_batch_norm")},
+        {lower_native_batch_norm_legit, with_out("_native_batch_norm_legit")},
+        {lower_native_batch_norm_legit_no_stats,
+         {"aten::_native_batch_norm_legit.no_stats", "aten::_native_batch_norm_legit.no_stats_out"}},
+        {lower_native_batch_norm_legit_no_training, with_out("_native_batch_norm_legit_no_training")},
+        // convolution.cpp
+        {lower_convolution, with_out("convolution")},
+        {lower_convolution_backward, with_out("convolution_backward")},
+        // padding.cpp
+        {lower_reflection_pad,
+         {"aten::reflection_pad1d", "aten::reflection_pad1d.out", "aten::reflection_pad2d",
+          "aten::reflection_pad2d.out", "aten::reflection_pad3d", "aten::reflection_pad3d.out"}},
+        {lower_replication_pad,
+         {"aten::replication_pad1d", "aten::replication_pad1d.out", "aten::replication_pad2d",
+          "aten::replication_pad2d.out", "aten::replication_pad3d", "aten::replication_pad3d.out"}},
+        // pooling.cpp
+        {lower_avg_pool, {"aten::avg_pool2d", "aten::avg_pool2d.out", "aten::avg_pool3d", "aten::avg_pool3d.out"}},
+        {lower_adaptive_avg_pool,
+         {"aten::_adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d.out", "aten::_adaptive_avg_pool3d",
+          "aten::_adaptive_avg_pool3d.out"}},
+        // upsample.cpp
+        {lower_upsample_nearest2d,
+         {"aten::upsample_nearest2d", "aten::upsample_nearest2d.out", "aten::upsample_nearest2d.vec",
+          "aten::upsample_nearest2d.vec_out"}},
+        {lower_upsample_bilinear2d,
+         {"aten::upsample_bilinear2d", "aten::upsample_bilinear2d.out", "aten::upsample_bilinear2d.vec",
+          "aten::upsample_bilinear2d.vec_out"}},
     };
     std::unordered_map<std::string, OpLowering> by_schema;
     for (const Entry& entry : entries) {

@@ -1,0 +1,253 @@
+// convolution(input, weight, bias?, stride, padding, dilation, transposed, output_padding,
+// groups) as one stablehlo.convolution over N, C, spatial... layouts (1-d to 3-d). A
+// transposed convolution is the gradient form: the input dilated by the stride, the kernel
+// reversed with its feature dimensions swapped per group, padded by dilation * (k - 1) -
+// padding (+ output_padding on the high side). Half precision convolves in f32 and rounds once,
+// as oneDNN accumulates. Refused: operands of another dtype than the output, negative padding
+// of a transposed form (padding > dilation * (k - 1)), and a half-precision transposed form
+// (ATen's col2im rounds partial sums to the dtype: about a third of the elements differ).
+// convolution_backward of an ordinary convolution in f32 and f64 (below).
+#include "executors/pjrt/lowering/op_lowering.h"
+
+namespace torch_tpu::executors::pjrt::lowering {
+namespace {
+
+using ir::DType;
+
+// An int list argument with one value per spatial dimension (a single value repeats).
+std::vector<int64_t> per_dimension(OpContext& context, size_t index, size_t spatial, const char* what) {
+  std::vector<int64_t> values = context.arg(index).list;
+  if (values.size() == 1) values.assign(spatial, values[0]);
+  if (values.size() != spatial) context.refuse(std::string(what) + " of another length than the spatial rank");
+  return values;
+}
+
+// "b, f, 0, 1" with the two leading labels given.
+std::string layout(const char* first, const char* second, size_t spatial) {
+  std::string text = std::string(first) + ", " + second;
+  for (size_t d = 0; d < spatial; ++d) text += ", " + std::to_string(d);
+  return "[" + text + "]";
+}
+
+std::string padding_attribute(const std::vector<std::pair<int64_t, int64_t>>& padding) {
+  std::string text = "dense<[";
+  for (size_t d = 0; d < padding.size(); ++d) {
+    text += (d ? ", [" : "[") + std::to_string(padding[d].first) + ", " + std::to_string(padding[d].second) + "]";
+  }
+  return text + "]> : tensor<" + std::to_string(padding.size()) + "x2xi64>";
+}
+
+// A spatially reversed transposed-convolution weight [C_in, C_out / groups, k...] as an
+// ordinary convolution's [C_out, C_in / groups, k...] (groups > 1; one group names its layout
+// [i, o, ...] instead).
+Tensor regrouped_kernel(FunctionBuilder& builder, const Tensor& weight, int64_t groups) {
+  const size_t rank = weight.shape.size();
+  const int64_t in = weight.shape[0], out_per_group = weight.shape[1];
+  std::vector<int64_t> split = {groups, in / groups, out_per_group};
+  std::vector<int64_t> permutation = {0, 2, 1};
+  std::vector<int64_t> swapped = {groups, out_per_group, in / groups};
+  std::vector<int64_t> merged = {groups * out_per_group, in / groups};
+  for (size_t d = 2; d < rank; ++d) {
+    split.push_back(weight.shape[d]);
+    permutation.push_back(static_cast<int64_t>(d + 1));
+    swapped.push_back(weight.shape[d]);
+    merged.push_back(weight.shape[d]);
+  }
+  const Tensor transposed = builder.op("stablehlo.transpose", {builder.reshape(weight, split)}, weight.dtype,
+                                       swapped, "permutation = " + i64_array(permutation));
+  return builder.reshape(transposed, merged);
+}
+
+// One stablehlo.convolution: the operands' and result's layouts ("[b, f, 0, 1]"), and its
+// window attributes, one value per spatial dimension.
+struct ConvolutionSpec {
+  std::string lhs_layout, rhs_layout, out_layout;
+  std::vector<int64_t> window_strides, lhs_dilation, rhs_dilation;
+  std::vector<std::pair<int64_t, int64_t>> padding;
+  int64_t feature_groups = 1, batch_groups = 1;
+};
+
+Tensor convolve(FunctionBuilder& builder, const Tensor& lhs, const Tensor& rhs, const std::vector<int64_t>& shape,
+                const ConvolutionSpec& spec) {
+  const std::string attributes =
+      "batch_group_count = " + std::to_string(spec.batch_groups) + " : i64, dimension_numbers = #stablehlo.conv<" +
+      spec.lhs_layout + "x" + spec.rhs_layout + "->" + spec.out_layout + ">, feature_group_count = " +
+      std::to_string(spec.feature_groups) + " : i64, lhs_dilation = " + i64_array(spec.lhs_dilation) +
+      ", padding = " + padding_attribute(spec.padding) + ", rhs_dilation = " + i64_array(spec.rhs_dilation) +
+      ", window_strides = " + i64_array(spec.window_strides);
+  return builder.op("stablehlo.convolution", {lhs, rhs}, lhs.dtype, shape, attributes);
+}
+
+Tensor reversed_spatially(FunctionBuilder& builder, const Tensor& weight) {
+  std::vector<int64_t> spatial_dims;
+  for (size_t d = 2; d < weight.shape.size(); ++d) spatial_dims.push_back(static_cast<int64_t>(d));
+  return builder.op("stablehlo.reverse", {weight}, weight.dtype, weight.shape, "dimensions = " + i64_array(spatial_dims));
+}
+
+}  // namespace
+
+std::vector<Tensor> lower_convolution(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  const DType compute = floating_compute(context, out.dtype);
+  for (const size_t i : {size_t{0}, size_t{1}}) {
+    if (context.tensor_dtype(i) != out.dtype) context.refuse("operands of another dtype than the output");
+  }
+  FunctionBuilder& builder = context.builder();
+  const Tensor input = builder.convert(context.tensor(0), compute);
+  Tensor weight = builder.convert(context.tensor(1), compute);
+  const size_t rank = input.shape.size();
+  if (rank < 3 || rank > 5 || weight.shape.size() != rank || out.sizes.size() != rank) {
+    context.refuse("an input of rank " + std::to_string(rank) + " (batched 1-d to 3-d expected)");
+  }
+  if (input.numel() == 0 || weight.numel() == 0) context.refuse("operands with no elements");
+  const size_t spatial = rank - 2;
+  const std::vector<int64_t> stride = per_dimension(context, 3, spatial, "stride");
+  const std::vector<int64_t> padding = per_dimension(context, 4, spatial, "padding");
+  const std::vector<int64_t> dilation = per_dimension(context, 5, spatial, "dilation");
+  const bool transposed = context.arg(6).integer != 0;
+  const int64_t groups = context.arg(8).integer;
+  if (groups <= 0 || input.shape[1] % groups != 0) context.refuse("groups that do not divide the channels");
+
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  std::vector<int64_t> window_strides = stride, lhs_dilation(spatial, 1);
+  std::vector<int64_t> expected = {input.shape[0], 0};
+  if (transposed) {
+    if (compute != out.dtype) context.refuse("half-precision transposed convolution (ATen rounds its partial sums)");
+    const std::vector<int64_t> output_padding = per_dimension(context, 7, spatial, "output_padding");
+    if (weight.shape[0] != input.shape[1]) context.refuse("a transposed weight of another input channel count");
+    weight = reversed_spatially(builder, weight);
+    if (groups > 1) weight = regrouped_kernel(builder, weight, groups);
+    expected[1] = groups == 1 ? weight.shape[1] : weight.shape[0];
+    for (size_t d = 0; d < spatial; ++d) {
+      const int64_t reach = dilation[d] * (weight.shape[d + 2] - 1);
+      if (padding[d] > reach) context.refuse("padding beyond dilation * (kernel - 1) in a transposed convolution");
+      pads.emplace_back(reach - padding[d], reach - padding[d] + output_padding[d]);
+      window_strides[d] = 1;
+      lhs_dilation[d] = stride[d];
+      expected.push_back((input.shape[d + 2] - 1) * stride[d] - 2 * padding[d] + reach + output_padding[d] + 1);
+    }
+  } else {
+    if (weight.shape[1] * groups != input.shape[1]) context.refuse("a weight of another input channel count");
+    expected[1] = weight.shape[0];
+    for (size_t d = 0; d < spatial; ++d) {
+      pads.emplace_back(padding[d], padding[d]);
+      const int64_t reach = dilation[d] * (weight.shape[d + 2] - 1);
+      expected.push_back((input.shape[d + 2] + 2 * padding[d] - reach - 1) / stride[d] + 1);
+    }
+  }
+  if (expected != out.sizes) context.refuse("an output shape other than the convolution's");
+  ConvolutionSpec spec;
+  spec.lhs_layout = spec.out_layout = layout("b", "f", spatial);
+  spec.rhs_layout = transposed && groups == 1 ? layout("i", "o", spatial) : layout("o", "i", spatial);
+  spec.window_strides = window_strides;
+  spec.lhs_dilation = lhs_dilation;
+  spec.rhs_dilation = dilation;
+  spec.padding = pads;
+  spec.feature_groups = groups;
+  Tensor y = convolve(builder, input, weight, out.sizes, spec);
+  if (context.arg(2).kind == ir::Argument::Kind::kTensor) {
+    if (context.tensor_dtype(2) != out.dtype) context.refuse("a bias of another dtype than the output");
+    const Tensor bias = builder.convert(context.tensor(2), compute);
+    if (bias.shape != std::vector<int64_t>{out.sizes[1]}) context.refuse("a bias of another size than the channels");
+    y = builder.binary("stablehlo.add", y, builder.broadcast_in_dim(bias, out.sizes, {1}));
+  }
+  return {builder.convert(y, out.dtype)};
+}
+
+// convolution_backward(grad_output, input, weight, bias_sizes?, stride, padding, dilation,
+// transposed, output_padding, groups, output_mask) -> (grad_input?, grad_weight?, grad_bias?)
+// of an ordinary convolution: grad_input is the transposed convolution of grad_output by the
+// weight; grad_weight convolves the input (its channels as the batch, batch_group_count =
+// groups) with grad_output as the kernel; grad_bias sums grad_output over all but its channels.
+// f32 and f64 only: half-precision and transposed forms stay on the host kernel.
+std::vector<Tensor> lower_convolution_backward(OpContext& context) {
+  const DType dtype = context.tensor_dtype(0);
+  if (dtype != DType::kFloat32 && dtype != DType::kFloat64) context.refuse("dtype " + ir::dtype_name(dtype));
+  if (context.tensor_dtype(1) != dtype || context.tensor_dtype(2) != dtype) context.refuse("operands of mixed dtypes");
+  if (context.arg(7).integer != 0) context.refuse("a transposed convolution's backward");
+  FunctionBuilder& builder = context.builder();
+  const Tensor grad = context.tensor(0);
+  Tensor input = context.tensor(1);
+  const Tensor weight = context.tensor(2);
+  const size_t rank = input.shape.size();
+  if (rank < 3 || rank > 5 || weight.shape.size() != rank || grad.shape.size() != rank) {
+    context.refuse("an input of rank " + std::to_string(rank) + " (batched 1-d to 3-d expected)");
+  }
+  if (grad.numel() == 0 || input.numel() == 0 || weight.numel() == 0) context.refuse("operands with no elements");
+  const size_t spatial = rank - 2;
+  const std::vector<int64_t> stride = per_dimension(context, 4, spatial, "stride");
+  const std::vector<int64_t> padding = per_dimension(context, 5, spatial, "padding");
+  const std::vector<int64_t> dilation = per_dimension(context, 6, spatial, "dilation");
+  const int64_t groups = context.arg(9).integer;
+  const std::vector<int64_t>& mask = context.arg(10).list;
+  if (mask.size() != 3) context.refuse("an output_mask of another length");
+  if (groups <= 0 || input.shape[1] != weight.shape[1] * groups || weight.shape[0] % groups != 0) {
+    context.refuse("groups inconsistent with the operands");
+  }
+  std::vector<Tensor> results;
+  if (mask[0] != 0) {
+    ConvolutionSpec spec;
+    spec.lhs_layout = spec.out_layout = layout("b", "f", spatial);
+    spec.rhs_layout = groups == 1 ? layout("i", "o", spatial) : layout("o", "i", spatial);
+    spec.window_strides.assign(spatial, 1);
+    spec.lhs_dilation = stride;
+    spec.rhs_dilation = dilation;
+    spec.feature_groups = groups;
+    for (size_t d = 0; d < spatial; ++d) {
+      const int64_t reach = dilation[d] * (weight.shape[d + 2] - 1);
+      const int64_t low = reach - padding[d];
+      const int64_t high = input.shape[d + 2] + padding[d] - 1 - (grad.shape[d + 2] - 1) * stride[d];
+      if (low < 0 || high < 0) context.refuse("padding beyond dilation * (kernel - 1)");
+      spec.padding.emplace_back(low, high);
+    }
+    // [O, C/g, k...] reversed acts as the kernel [i = O, o = C] (one group) or regrouped.
+    const Tensor reversed = reversed_spatially(builder, weight);
+    const Tensor kernel = groups == 1 ? reversed : regrouped_kernel(builder, reversed, groups);
+    results.push_back(convolve(builder, grad, kernel, input.shape, spec));
+  }
+  if (mask[1] != 0) {
+    ConvolutionSpec spec;
+    // The input's channels are the batch and its batch the features; grad_output's batch is
+    // the kernel's input features and its channels the output features: [O, C/g, k...].
+    spec.lhs_layout = layout("f", "b", spatial);
+    spec.rhs_layout = layout("i", "o", spatial);
+    spec.out_layout = layout("f", "b", spatial);
+    spec.window_strides = dilation;
+    spec.lhs_dilation.assign(spatial, 1);
+    spec.rhs_dilation = stride;
+    spec.batch_groups = groups;
+    for (size_t d = 0; d < spatial; ++d) {
+      const int64_t covered = (weight.shape[d + 2] - 1) * dilation[d] + (grad.shape[d + 2] - 1) * stride[d] + 1;
+      int64_t high = covered - input.shape[d + 2] - padding[d];
+      if (high < 0) {
+        // Input elements no window reached: sliced off rather than negatively padded.
+        std::vector<int64_t> starts(rank, 0), limits = input.shape, steps(rank, 1), shape = input.shape;
+        limits[d + 2] = shape[d + 2] = input.shape[d + 2] + high;
+        input = builder.op("stablehlo.slice", {input}, dtype, shape,
+                           "limit_indices = " + i64_array(limits) + ", start_indices = " + i64_array(starts) +
+                               ", strides = " + i64_array(steps));
+        high = 0;
+      }
+      spec.padding.emplace_back(padding[d], high);
+    }
+    results.push_back(convolve(builder, input, grad, weight.shape, spec));
+  }
+  if (mask[2] != 0) {
+    std::vector<int64_t> dims;
+    for (size_t d = 0; d < rank; ++d) {
+      if (d != 1) dims.push_back(static_cast<int64_t>(d));
+    }
+    results.push_back(reduce_sum(builder, grad, dims, {grad.shape[1]}));
+  }
+  size_t tensor_returns = 0;
+  for (const ir::Argument& ret : context.node().returns) tensor_returns += ret.kind == ir::Argument::Kind::kTensor;
+  if (tensor_returns != results.size()) context.refuse("returns other than the output_mask's");
+  for (size_t r = 0; r < results.size(); ++r) {
+    if (results[r].shape != context.return_type(r).sizes || context.return_type(r).dtype != dtype) {
+      context.refuse("a gradient of another shape or dtype than its return");
+    }
+  }
+  return results;
+}
+
+}  // namespace torch_tpu::executors::pjrt::lowering

@@ -1,0 +1,213 @@
+// Layer, group and batch normalization with their saved statistics (mean and 1/std), as
+// PyTorch's CPU kernels compute them: biased variance from the mean (two passes), rstd =
+// 1 / sqrt(var + eps), half precision computed in f32 and each return rounded once. Refused:
+// batch norm training with running statistics (ATen updates running_mean/running_var in place,
+// a write no return carries; native_batch_norm's schema does not even mark it), half-precision
+// batch norm training (ATen rounds its statistics to the dtype midway), inputs with no elements.
+#include <algorithm>
+#include <optional>
+
+#include "executors/pjrt/lowering/op_lowering.h"
+
+namespace torch_tpu::executors::pjrt::lowering {
+namespace {
+
+using ir::Argument;
+using ir::DType;
+
+bool present(OpContext& context, size_t index) {
+  return context.arg(index).kind == Argument::Kind::kTensor;
+}
+
+struct Moments {
+  Tensor mean;  // shaped `kept`
+  Tensor rstd;  // shaped `kept`
+  Tensor centered;  // x - mean, x's shape
+};
+
+// Mean and 1/sqrt(biased variance + eps) of `x` over `dims` (sorted), the other dimensions
+// `kept`; `expand` broadcasts a `kept`-shaped statistic back to x's shape.
+template <typename Expand>
+Moments moments(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
+                const std::vector<int64_t>& kept, double eps, Expand expand) {
+  int64_t count = 1;
+  for (const int64_t d : dims) count *= x.shape[static_cast<size_t>(d)];
+  const Tensor n = builder.float_splat(static_cast<double>(count), x.dtype, kept);
+  const Tensor mean = builder.binary("stablehlo.divide", reduce_sum(builder, x, dims, kept), n);
+  const Tensor centered = builder.binary("stablehlo.subtract", x, expand(mean));
+  const Tensor squares = builder.binary("stablehlo.multiply", centered, centered);
+  const Tensor var = builder.binary("stablehlo.divide", reduce_sum(builder, squares, dims, kept), n);
+  const Tensor rstd = builder.binary(
+      "stablehlo.divide", builder.float_splat(1.0, x.dtype, kept),
+      builder.unary("stablehlo.sqrt",
+                    builder.binary("stablehlo.add", var, builder.float_splat(eps, x.dtype, kept))));
+  return {mean, rstd, centered};
+}
+
+// A statistic returned as return `index`'s shape and dtype (keepdim's 1s, half rounding).
+Tensor as_return(OpContext& context, size_t index, const Tensor& value) {
+  const ir::TensorType& type = context.return_type(index);
+  return context.builder().reshape(context.builder().convert(value, type.dtype), type.sizes);
+}
+
+// The returns of an input with no elements are left to the host kernel (its NaN statistics).
+void refuse_empty(OpContext& context, const Tensor& x) {
+  if (x.numel() == 0) context.refuse("an input with no elements");
+}
+
+// Optional tensor argument `index` (a channel vector) in `compute`, broadcast along dimension 1
+// of `shape`; nullopt when absent.
+std::optional<Tensor> channel_operand(OpContext& context, size_t index, DType compute,
+                                      const std::vector<int64_t>& shape) {
+  if (!present(context, index)) return std::nullopt;
+  FunctionBuilder& builder = context.builder();
+  const Tensor value = builder.convert(context.tensor(index), compute);
+  if (value.shape.size() != 1 || value.shape[0] != shape[1]) context.refuse("a per-channel operand of another size");
+  return builder.broadcast_in_dim(value, shape, {1});
+}
+
+// The sizes of every dimension but 1 of `shape` (batch norm reduces those), and their indices.
+std::vector<int64_t> all_but_channels(const std::vector<int64_t>& shape) {
+  std::vector<int64_t> dims;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    if (d != 1) dims.push_back(static_cast<int64_t>(d));
+  }
+  return dims;
+}
+
+// out = x * alpha + beta per channel, alpha = rstd * weight, beta = bias - mean * alpha: the
+// form of ATen's batch_norm_cpu_transform_input. `mean`, `rstd` are [C] in `compute`.
+Tensor batch_norm_transform(OpContext& context, const Tensor& x, const Tensor& mean,
+                            const Tensor& rstd) {
+  FunctionBuilder& builder = context.builder();
+  const DType compute = x.dtype;
+  const int64_t channels = x.shape[1];
+  Tensor alpha = rstd;
+  if (present(context, 1)) {
+    alpha = builder.binary("stablehlo.multiply", alpha, builder.convert(context.tensor(1), compute));
+  }
+  Tensor beta = builder.unary("stablehlo.negate", builder.binary("stablehlo.multiply", mean, alpha));
+  if (present(context, 2)) beta = builder.binary("stablehlo.add", builder.convert(context.tensor(2), compute), beta);
+  if (alpha.shape != std::vector<int64_t>{channels}) context.refuse("a per-channel operand of another size");
+  const Tensor scaled = builder.binary("stablehlo.multiply", x, builder.broadcast_in_dim(alpha, x.shape, {1}));
+  return builder.binary("stablehlo.add", scaled, builder.broadcast_in_dim(beta, x.shape, {1}));
+}
+
+// Batch norm over (input, weight, bias) from its batch statistics (training) or from running
+// statistics at arguments `running` and `running + 1` (evaluation: empty saved statistics).
+std::vector<Tensor> batch_norm(OpContext& context, bool training, std::optional<size_t> running,
+                               double eps) {
+  const ir::TensorType& out = context.return_type(0);
+  const DType compute = floating_compute(context, out.dtype);
+  FunctionBuilder& builder = context.builder();
+  const Tensor x = builder.convert(context.tensor(0), compute);
+  if (x.shape.size() < 2) context.refuse("an input of rank below 2");
+  refuse_empty(context, x);
+  const std::vector<int64_t> channels = {x.shape[1]};
+  if (training) {
+    // ATen rounds the batch statistics to the dtype midway (its variance sum among them) and
+    // normalizes with the rounded values: not modelled yet.
+    if (compute != out.dtype) context.refuse("half-precision training (ATen's rounding of its batch statistics)");
+    const Moments m = moments(builder, x, all_but_channels(x.shape), channels, eps,
+                              [&](const Tensor& s) { return builder.broadcast_in_dim(s, x.shape, {1}); });
+    const Tensor y = batch_norm_transform(context, x, m.mean, m.rstd);
+    return {builder.convert(y, out.dtype), as_return(context, 1, m.mean), as_return(context, 2, m.rstd)};
+  }
+  if (!running) context.refuse("evaluation mode without running statistics");
+  const Tensor mean = builder.convert(context.tensor(*running), compute);
+  const Tensor var = builder.convert(context.tensor(*running + 1), compute);
+  if (mean.shape != channels || var.shape != channels) context.refuse("running statistics of another size");
+  const Tensor rstd = builder.binary(
+      "stablehlo.divide", builder.float_splat(1.0, compute, channels),
+      builder.unary("stablehlo.sqrt", builder.binary("stablehlo.add", var, builder.float_splat(eps, compute, channels))));
+  const Tensor y = batch_norm_transform(context, x, mean, rstd);
+  const ir::TensorType& saved_mean = context.return_type(1);
+  const ir::TensorType& saved_rstd = context.return_type(2);
+  return {builder.convert(y, out.dtype), builder.zeros(saved_mean.dtype, saved_mean.sizes),
+          builder.zeros(saved_rstd.dtype, saved_rstd.sizes)};
+}
+
+}  // namespace
+
+// native_layer_norm(input, normalized_shape, weight?, bias?, eps) -> (out, mean, rstd): the
+// statistics over the trailing normalized_shape dimensions, kept as size 1.
+std::vector<Tensor> lower_native_layer_norm(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  const DType compute = floating_compute(context, out.dtype);
+  FunctionBuilder& builder = context.builder();
+  const Tensor x = builder.convert(context.tensor(0), compute);
+  refuse_empty(context, x);
+  const std::vector<int64_t>& normalized = context.arg(1).list;
+  if (normalized.empty() || normalized.size() > x.shape.size()) context.refuse("normalized_shape of that rank");
+  const size_t axis = x.shape.size() - normalized.size();
+  if (!std::equal(normalized.begin(), normalized.end(), x.shape.begin() + static_cast<std::ptrdiff_t>(axis))) {
+    context.refuse("normalized_shape other than the input's trailing sizes");
+  }
+  std::vector<int64_t> dims, kept(x.shape.begin(), x.shape.begin() + static_cast<std::ptrdiff_t>(axis));
+  std::vector<int64_t> kept_dims;
+  for (size_t d = 0; d < x.shape.size(); ++d) (d < axis ? kept_dims : dims).push_back(static_cast<int64_t>(d));
+  const Moments m = moments(builder, x, dims, kept, context.arg(4).real,
+                            [&](const Tensor& s) { return builder.broadcast_in_dim(s, x.shape, kept_dims); });
+  Tensor y = builder.binary("stablehlo.multiply", m.centered, builder.broadcast_in_dim(m.rstd, x.shape, kept_dims));
+  if (present(context, 2)) y = builder.binary("stablehlo.multiply", y, converted_operand(context, 2, compute, x.shape));
+  if (present(context, 3)) y = builder.binary("stablehlo.add", y, converted_operand(context, 3, compute, x.shape));
+  return {builder.convert(y, out.dtype), as_return(context, 1, m.mean), as_return(context, 2, m.rstd)};
+}
+
+// native_group_norm(input, weight?, bias?, N, C, HxW, group, eps) -> (out, mean [N, group],
+// rstd [N, group]): statistics over each group of C/group channels and all their positions.
+std::vector<Tensor> lower_native_group_norm(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  const DType compute = floating_compute(context, out.dtype);
+  FunctionBuilder& builder = context.builder();
+  const Tensor x = builder.convert(context.tensor(0), compute);
+  refuse_empty(context, x);
+  const int64_t n = context.arg(3).integer, c = context.arg(4).integer, hxw = context.arg(5).integer;
+  const int64_t groups = context.arg(6).integer;
+  if (x.shape.size() < 2 || x.shape[0] != n || x.shape[1] != c || groups <= 0 || c % groups != 0 ||
+      x.numel() != n * c * hxw) {
+    context.refuse("N, C, HxW or group inconsistent with the input");
+  }
+  const Tensor grouped = builder.reshape(x, {n, groups, c / groups * hxw});
+  const std::vector<int64_t> kept = {n, groups};
+  const Moments m = moments(builder, grouped, {2}, kept, context.arg(7).real,
+                            [&](const Tensor& s) { return builder.broadcast_in_dim(s, grouped.shape, {0, 1}); });
+  const Tensor normalized = builder.reshape(
+      builder.binary("stablehlo.multiply", m.centered, builder.broadcast_in_dim(m.rstd, grouped.shape, {0, 1})),
+      x.shape);
+  Tensor y = normalized;
+  if (const auto weight = channel_operand(context, 1, compute, x.shape)) y = builder.binary("stablehlo.multiply", y, *weight);
+  if (const auto bias = channel_operand(context, 2, compute, x.shape)) y = builder.binary("stablehlo.add", y, *bias);
+  return {builder.convert(y, out.dtype), as_return(context, 1, m.mean), as_return(context, 2, m.rstd)};
+}
+
+// native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps).
+std::vector<Tensor> lower_native_batch_norm(OpContext& context) {
+  const bool training = context.arg(5).integer != 0;
+  const bool has_running = present(context, 3) && present(context, 4);
+  if (training && (present(context, 3) || present(context, 4))) {
+    context.refuse("training with running statistics (their in-place update)");
+  }
+  return batch_norm(context, training, has_running ? std::optional<size_t>(3) : std::nullopt,
+                    context.arg(7).real);
+}
+
+// _native_batch_norm_legit(input, weight?, bias?, running_mean!, running_var!, training,
+// momentum, eps): training updates the running statistics in place (refused).
+std::vector<Tensor> lower_native_batch_norm_legit(OpContext& context) {
+  if (context.arg(5).integer != 0) context.refuse("training with running statistics (their in-place update)");
+  return batch_norm(context, /*training=*/false, 3, context.arg(7).real);
+}
+
+// _native_batch_norm_legit.no_stats(input, weight?, bias?, training, momentum, eps).
+std::vector<Tensor> lower_native_batch_norm_legit_no_stats(OpContext& context) {
+  return batch_norm(context, context.arg(3).integer != 0, std::nullopt, context.arg(5).real);
+}
+
+// _native_batch_norm_legit_no_training(input, weight?, bias?, running_mean, running_var,
+// momentum, eps).
+std::vector<Tensor> lower_native_batch_norm_legit_no_training(OpContext& context) {
+  return batch_norm(context, /*training=*/false, 3, context.arg(6).real);
+}
+
+}  // namespace torch_tpu::executors::pjrt::lowering
