@@ -6,6 +6,7 @@
 // which every PJRT plugin's compiler legalizes.
 #include <cmath>
 #include <cstdio>
+#include <utility>
 
 #include "executors/pjrt/lowering/op_lowering.h"
 
@@ -68,12 +69,34 @@ Tensor truncated(FunctionBuilder& builder, const Tensor& x) {
   return builder.select(negative, builder.unary("stablehlo.ceil", x), builder.unary("stablehlo.floor", x));
 }
 
-// The floating and integral remainders divide by zero differently: ATen raises for an integral
-// zero divisor, which a compiled program cannot, so integral remainders run on the host.
-void refuse_integral_division(OpContext& context, const char* what) {
-  if (!is_floating(context.return_type(0).dtype)) {
-    context.refuse(std::string(what) + " of an integral dtype (ATen raises on a zero divisor)");
-  }
+// Integral division by zero raises in ATen (trunc/floor division, fmod, remainder): the
+// program checks its divisors at run time. `b` is the divisor as computed.
+void check_integral_divisor(OpContext& context, const Tensor& b) {
+  FunctionBuilder& builder = context.builder();
+  context.check(builder.compare(b, builder.zeros(b.dtype, b.shape), "EQ"), "ZeroDivisionError");
+}
+
+// ATen's integral floor division: the truncated quotient, one less when the signs differ and
+// the division is inexact.
+Tensor integral_floor_divide(FunctionBuilder& builder, const Tensor& a, const Tensor& b) {
+  const Tensor zero = builder.zeros(a.dtype, a.shape);
+  const Tensor quotient = builder.binary("stablehlo.divide", a, b);
+  const Tensor inexact = builder.compare(builder.binary("stablehlo.remainder", a, b), zero, "NE");
+  const Tensor signs_differ = builder.compare(builder.compare(a, zero, "LT"), builder.compare(b, zero, "LT"), "NE");
+  const Tensor step_down = builder.binary("stablehlo.and", inexact, signs_differ);
+  return builder.select(step_down, builder.binary("stablehlo.subtract", quotient, builder.splat("1", a.dtype, a.shape)),
+                        quotient);
+}
+
+// Tensor or Scalar arguments 0 and 1 of an integral division op in the output's dtype, the
+// divisor checked; a bool output is refused.
+std::pair<Tensor, Tensor> integral_division_operands(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  if (out.dtype == DType::kBool) context.refuse("division of bool");
+  const Tensor a = elementwise_operand(context, 0, out, out.dtype);
+  const Tensor b = elementwise_operand(context, 1, out, out.dtype);
+  check_integral_divisor(context, b);
+  return {a, b};
 }
 
 // ATen's Python-style remainder: fmod's result moved into the divisor's sign.
@@ -198,12 +221,18 @@ std::vector<Tensor> lower_isnan(OpContext& context) {
 
 // fmod: C's fmod, the remainder with the dividend's sign (stablehlo.remainder's definition).
 std::vector<Tensor> lower_fmod(OpContext& context) {
-  refuse_integral_division(context, "fmod");
+  if (!is_floating(context.return_type(0).dtype)) {
+    const auto [a, b] = integral_division_operands(context);
+    return {context.builder().binary("stablehlo.remainder", a, b)};
+  }
   return floating_binary(context, "stablehlo.remainder");
 }
 
 std::vector<Tensor> lower_remainder(OpContext& context) {
-  refuse_integral_division(context, "remainder");
+  if (!is_floating(context.return_type(0).dtype)) {
+    const auto [a, b] = integral_division_operands(context);
+    return {python_remainder(context.builder(), a, b)};
+  }
   const ir::TensorType& out = context.return_type(0);
   const DType compute = floating_compute_of_output(context);
   FunctionBuilder& builder = context.builder();
@@ -213,13 +242,17 @@ std::vector<Tensor> lower_remainder(OpContext& context) {
 }
 
 // div with rounding_mode: "trunc" truncates the true quotient, "floor" is ATen's floor division;
-// an absent mode is true division. Integral division runs on the host (zero divisors raise).
+// an absent mode is true division. Integral division truncates (StableHLO's divide) or floors.
 std::vector<Tensor> lower_div_mode(OpContext& context) {
   const ir::Argument& mode = context.arg(2);
   if (mode.kind == ir::Argument::Kind::kNone) return lower_div(context);
-  refuse_integral_division(context, "div with a rounding mode");
   if (mode.kind != ir::Argument::Kind::kString || (mode.text != "trunc" && mode.text != "floor")) {
     context.refuse("rounding_mode '" + mode.text + "'");
+  }
+  if (!is_floating(context.return_type(0).dtype)) {
+    const auto [a, b] = integral_division_operands(context);
+    if (mode.text == "trunc") return {context.builder().binary("stablehlo.divide", a, b)};
+    return {integral_floor_divide(context.builder(), a, b)};
   }
   const ir::TensorType& out = context.return_type(0);
   const DType compute = floating_compute_of_output(context);
@@ -245,6 +278,20 @@ Tensor integral_power(FunctionBuilder& builder, const Tensor& base, const Tensor
   const Tensor reciprocal = builder.select(builder.compare(base, one, "EQ"), one,
                                            builder.select(builder.compare(base, minus_one, "EQ"), of_minus_one, zero));
   return builder.select(negative_exponent, reciprocal, power);
+}
+
+// floor_divide(self, other): div with rounding_mode="floor".
+std::vector<Tensor> lower_floor_divide(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  if (!is_floating(out.dtype)) {
+    const auto [a, b] = integral_division_operands(context);
+    return {integral_floor_divide(context.builder(), a, b)};
+  }
+  const DType compute = floating_compute_of_output(context);
+  FunctionBuilder& builder = context.builder();
+  const Tensor a = elementwise_operand(context, 0, out, compute);
+  const Tensor b = elementwise_operand(context, 1, out, compute);
+  return {builder.convert(floor_divide(builder, a, b), out.dtype)};
 }
 
 // pow.Tensor_Tensor, pow.Scalar (a Scalar base) and pow.Tensor_Scalar: floating outputs compute

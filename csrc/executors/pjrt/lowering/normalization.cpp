@@ -134,6 +134,9 @@ std::vector<Tensor> batch_norm(OpContext& context, bool training, std::optional<
 std::vector<Tensor> lower_native_layer_norm(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   const DType compute = floating_compute(context, out.dtype);
+  // The OpInfo sweep finds half-precision outputs off by more than one rounding: ATen's CPU
+  // kernel rounds its intermediate steps in a way not modelled yet.
+  if (compute != out.dtype) context.refuse("half-precision layer norm (ATen's rounding of its steps)");
   FunctionBuilder& builder = context.builder();
   const Tensor x = builder.convert(context.tensor(0), compute);
   refuse_empty(context, x);

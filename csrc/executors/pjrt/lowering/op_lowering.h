@@ -179,6 +179,7 @@ std::vector<Tensor> lower_isnan(OpContext& context);
 std::vector<Tensor> lower_fmod(OpContext& context);
 std::vector<Tensor> lower_remainder(OpContext& context);
 std::vector<Tensor> lower_div_mode(OpContext& context);
+std::vector<Tensor> lower_floor_divide(OpContext& context);
 std::vector<Tensor> lower_pow(OpContext& context);
 // logical.cpp
 std::vector<Tensor> lower_bitwise_and(OpContext& context);
@@ -203,6 +204,9 @@ std::vector<Tensor> lower_gelu(OpContext& context);
 // data_movement.cpp, factory.cpp
 std::vector<Tensor> lower_flip(OpContext& context);
 std::vector<Tensor> lower_arange(OpContext& context);  // arange.start_out
+// indexing.cpp (indices checked at run time)
+std::vector<Tensor> lower_gather(OpContext& context);
+std::vector<Tensor> lower_index_select(OpContext& context);
 
 // reduction.cpp, arg_reduction.cpp, variance.cpp, scan.cpp, sort.cpp: the helpers they share
 // (reduction_support.cpp).

@@ -96,6 +96,8 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_remainder, joined(binary_forms("remainder"), {"aten::remainder.Scalar_Tensor"})},
         {lower_div_mode, {"aten::div.Tensor_mode", "aten::div.Scalar_mode", "aten::div.out_mode",
                           "aten::div_.Tensor_mode", "aten::div_.Scalar_mode"}},
+        {lower_floor_divide, {"aten::floor_divide", "aten::floor_divide.out", "aten::floor_divide_.Tensor",
+                              "aten::floor_divide.Scalar", "aten::floor_divide_.Scalar"}},
         {lower_pow, {"aten::pow.Tensor_Tensor", "aten::pow.Tensor_Tensor_out", "aten::pow_.Tensor",
                      "aten::pow.Scalar", "aten::pow.Scalar_out", "aten::pow.Tensor_Scalar",
                      "aten::pow.Tensor_Scalar_out", "aten::pow_.Scalar"}},
@@ -118,6 +120,9 @@ const std::unordered_map<std::string, OpLowering>& table() {
         // data_movement.cpp, factory.cpp
         {lower_flip, with_out("flip")},
         {lower_arange, {"aten::arange.start_out"}},
+        // indexing.cpp
+        {lower_gather, with_out("gather")},
+        {lower_index_select, with_out("index_select")},
         // comparison.cpp
         {lower_eq, comparison_forms("eq")},
         {lower_ne, comparison_forms("ne")},
