@@ -31,6 +31,14 @@ bool cpu_shapes_differ_from_meta(const std::string& name) {
   return name == "aten::_embedding_bag" || name == "aten::_embedding_bag_forward_only";
 }
 
+// Arguments an op writes although its schema does not mark them (a PyTorch schema quirk):
+// native_batch_norm updates running_mean and running_var (arguments 3 and 4) in training.
+// Treating them as written keeps those updates where the kernel runs on copies of the
+// storages (the PJRT runtime's host fallback) and orders later reads after the op.
+bool written_without_annotation(const std::string& name, size_t index) {
+  return name == "aten::native_batch_norm" && (index == 3 || index == 4);
+}
+
 bool is_scalar_type(const c10::TypePtr& type) {
   // Exact kinds: `int` is a subtype of Scalar in the type system but shapes depend on it.
   c10::TypePtr element = type;
@@ -66,8 +74,11 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
                                       name == "aten::linspace" || name == "aten::logspace";
   plan->pointwise = is_pointwise_op(name) && plan->generator_args.empty();
   plan->may_write_overlapping_elements = name.rfind("aten::masked_fill", 0) == 0;
-  for (const auto& arg : args) {
-    const bool written = arg.alias_info() != nullptr && arg.alias_info()->isWrite();
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::Argument& arg = args[i];
+    const bool written = (arg.alias_info() != nullptr && arg.alias_info()->isWrite()) ||
+                         written_without_annotation(name, i);
+    plan->mutates_args |= written;
     plan->written_args.push_back(written);
     plan->out_args.push_back(written && arg.kwarg_only());
   }

@@ -290,6 +290,32 @@ TEST_F(PjrtExecutorTest, ReadsAnExpandedViewAndAnOffsetSlice) {
   EXPECT_EQ(download<float>(small, 4), (std::vector<float>{-2, -3, -5, -6}));
 }
 
+TEST_F(PjrtExecutorTest, ReadsStepSlicesAndPermutedViewsAsBoxes) {
+  // f32[2, 3, 4] = 0..23. The odd elements of each row (strides {12, 4, 2}, offset 1), and the
+  // view permuted to [4, 2, 3] (strides {1, 12, 4}) with a broadcast leading dimension.
+  const std::vector<float> x = iota_floats(24, 0.0f, 1.0f);
+  const runtime::DeviceAddress in = upload(x);
+  const Program odd = unary_program("aten::neg", strided(DType::kFloat32, {2, 3, 2}, {12, 4, 2}, 1),
+                                    row_major(DType::kFloat32, {2, 3, 2}), {}, /*in_bytes=*/96);
+  const runtime::DeviceAddress odd_out = executor_->allocate(0, 48, 0);
+  executor_->run(executor_->compile(odd), bind({in, odd_out}), stream_);
+  std::vector<float> expected;
+  for (int i = 0; i < 2; ++i)
+    for (int j = 0; j < 3; ++j)
+      for (int k = 0; k < 2; ++k) expected.push_back(-static_cast<float>(12 * i + 4 * j + 2 * k + 1));
+  EXPECT_EQ(download<float>(odd_out, 12), expected);
+  const Program permuted = unary_program("aten::neg", strided(DType::kFloat32, {2, 4, 2, 3}, {0, 1, 12, 4}),
+                                         row_major(DType::kFloat32, {2, 4, 2, 3}), {}, /*in_bytes=*/96);
+  const runtime::DeviceAddress permuted_out = executor_->allocate(0, 192, 0);
+  executor_->run(executor_->compile(permuted), bind({in, permuted_out}), stream_);
+  expected.clear();
+  for (int b = 0; b < 2; ++b)
+    for (int k = 0; k < 4; ++k)
+      for (int i = 0; i < 2; ++i)
+        for (int j = 0; j < 3; ++j) expected.push_back(-static_cast<float>(12 * i + 4 * j + k));
+  EXPECT_EQ(download<float>(permuted_out, 48), expected);
+}
+
 // A wrapped number (`x * 2.5`) is a host storage: bound by its host address, uploaded at run().
 TEST_F(PjrtExecutorTest, HostStorageIsARunTimeOperand) {
   Program program = binary_program("aten::mul.Tensor", row_major(DType::kFloat32, {8}),

@@ -73,10 +73,25 @@ TEST(PjrtLowering, AStorageViewedAsTwoDtypesStaysBytes) {
   EXPECT_TRUE(contains(lowered.mlir, "\"stablehlo.bitcast_convert\"")) << lowered.mlir;
 }
 
-TEST(PjrtLowering, ViewsEmitNothingAndStridedReadsGather) {
+TEST(PjrtLowering, ViewsEmitNothingAndATransposedReadIsATranspose) {
+  // A gather would cost each element's index on a TPU; nested strides read as a box.
   const LoweredProgram lowered = lower_program(transposed_neg_program(2, 3));
   EXPECT_FALSE(contains(lowered.mlir, "aten::t"));
-  EXPECT_TRUE(contains(lowered.mlir, "\"stablehlo.gather\"")) << lowered.mlir;
+  EXPECT_FALSE(contains(lowered.mlir, "\"stablehlo.gather\"")) << lowered.mlir;
+  EXPECT_TRUE(contains(lowered.mlir, "\"stablehlo.transpose\"")) << lowered.mlir;
+}
+
+TEST(PjrtLowering, OverlappingStridesStillGather) {
+  // f32[3, 3] over 5 elements with strides (1, 1): rows overlap, no box holds them.
+  Program program;
+  const TensorType overlapping = strided(DType::kFloat32, {3, 3}, {1, 1});
+  const TensorType out = row_major(DType::kFloat32, {3, 3});
+  const StorageId x = program.add_storage(5 * 4, true);
+  const StorageId y = program.add_storage(out.extent_bytes(), false, /*live_out=*/true);
+  const ValueId a = program.add_input(overlapping, x);
+  program.add_node(make_node("aten::neg", {Argument::tensor(a)}, {{x, Access::kRead}, {y, Access::kWrite}}));
+  program.add_return(out, y);
+  EXPECT_TRUE(contains(lower_program(program).mlir, "\"stablehlo.gather\""));
 }
 
 TEST(PjrtLowering, RefusesWhatItCannotExpressYet) {

@@ -108,6 +108,114 @@ print(json.dumps({"errors": errors, "fallbacks": m["fallbacks"]}))
     assert fell_back == [], result["fallbacks"]
 
 
+def test_core_aten_families_lower_natively_and_match_cpu():
+    # One op or more of each lowering family beyond arithmetic: elementwise math, rounding,
+    # logical, clamps, activations, reductions, scans, sorts, indexing, normalization,
+    # convolution, pooling, padding, upsampling.
+    result = run_json("""
+import torch.nn.functional as F
+torch.manual_seed(0)
+a = torch.randn(4, 6)
+i = torch.randint(-5, 6, (4, 6))
+idx = torch.tensor([[0, 5, 2], [1, 1, 0], [4, 3, 3], [2, 0, 5]])
+img = torch.randn(2, 3, 8, 8)
+weight = torch.randn(4, 3, 3, 3)
+emb = torch.randn(10, 4)
+ids = torch.tensor([[1, 9], [0, 4]])
+def ops(x, n, ix, im, w, e, t):
+    return {
+        "sin_erf": torch.sin(x) + torch.erf(x) + torch.asinh(x), "log1p": torch.log1p(x.abs()),
+        "rounding": torch.round(x * 3) + torch.trunc(x * 3) + torch.sign(x),
+        "remainder": torch.remainder(x, 0.7), "floor_div": torch.div(x, 0.3, rounding_mode="floor"),
+        "int_floor_div": torch.div(n, 3, rounding_mode="floor"), "int_fmod": torch.fmod(n, 4),
+        "logical": torch.logical_xor(x > 0, n > 0).float(), "isnan": torch.isnan(x / x).float(),
+        "clamp": torch.clamp(x, -0.5, 0.5), "hardtanh": F.hardtanh(x), "gelu": F.gelu(x),
+        "gelu_tanh": F.gelu(x, approximate="tanh"), "elu": F.elu(x), "leaky": F.leaky_relu(x, 0.1),
+        "amax": x.amax(dim=1), "argmax": x.argmax(dim=0), "max_dim": x.max(dim=1).values,
+        "prod": x.prod(dim=1), "var": x.var(dim=0), "cumsum": x.cumsum(dim=1), "any": (x > 1).any(dim=1),
+        "sort": torch.sort(x, dim=1, stable=True).values, "flip": x.flip(0),
+        "arange": torch.arange(0, 12, 3, device=x.device), "gather": torch.gather(x, 1, ix),
+        "index_select": x.index_select(0, ix[:, 0]), "embedding": F.embedding(t, e),
+        "layer_norm": F.layer_norm(x, (6,)), "group_norm": F.group_norm(im, 3),
+        "conv2d": F.conv2d(im, w, padding=1), "avg_pool": F.avg_pool2d(im, 2),
+        "adaptive_pool": F.adaptive_avg_pool2d(im, 3), "reflect": F.pad(im, (1, 2, 2, 1), mode="reflect"),
+        "upsample": F.interpolate(im, scale_factor=2, mode="bilinear"),
+    }
+cpu = ops(a, i, idx, img, weight, emb, ids)
+tpu = ops(*(t.to("tpu") for t in (a, i, idx, img, weight, emb, ids)))
+errors = {k: float((tpu[k].cpu().double() - cpu[k].double()).abs().max()) for k in cpu}
+m = torch_tpu.metrics()
+print(json.dumps({"errors": errors, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}))
+""")
+    for name, error in result["errors"].items():
+        assert error < 1e-4, (name, error)
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
+@pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
+def test_bad_indices_and_zero_divisors_fail_naming_the_op(mode):
+    # ATen raises for these; XLA would clamp the index or divide silently. The program checks
+    # at run time and the error comes at the next sync point (Debug: at the op), naming the op;
+    # the failed op's outputs are not written.
+    result = run_json(f"""
+torch_tpu.set_mode("{mode}")
+x = torch.arange(12.0).reshape(3, 4).to("tpu")
+errors = {{}}
+def attempt(name, f):
+    try:
+        f().cpu()
+        errors[name] = "no error"
+    except RuntimeError as e:
+        errors[name] = str(e)
+attempt("index_select", lambda: x.index_select(0, torch.tensor([0, 3], device="tpu")))
+attempt("gather", lambda: torch.gather(x, 1, torch.tensor([[4]], device="tpu")))
+attempt("floor_div", lambda: torch.tensor([3, 4], device="tpu") // torch.tensor([1, 0], device="tpu"))
+y = torch.ones(2, dtype=torch.int64, device="tpu")
+attempt("in_place", lambda: y.remainder_(torch.zeros(2, dtype=torch.int64, device="tpu")))
+after = y.cpu().tolist()
+fine = x.index_select(1, torch.tensor([3, 0], device="tpu")).cpu().tolist()
+print(json.dumps({{"errors": errors, "after": after, "fine": fine,
+                   "fallbacks": torch_tpu.metrics()["fallbacks"]}}))
+""")
+    errors = result["errors"]
+    assert "aten::index_select" in errors["index_select"] and "index out of range" in errors["index_select"]
+    assert "aten::gather" in errors["gather"] and "out of bounds for dimension 1" in errors["gather"]
+    assert "ZeroDivisionError" in errors["floor_div"] and "ZeroDivisionError" in errors["in_place"]
+    assert result["after"] == [1, 1]
+    assert result["fine"] == [[3.0, 0.0], [7.0, 4.0], [11.0, 8.0]]
+    assert not any(op.startswith(("aten::index_select", "aten::gather", "aten::remainder"))
+                   for op in result["fallbacks"]), result["fallbacks"]
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_batch_norm_training_updates_running_statistics(mode):
+    # native_batch_norm's schema omits its in-place writes of running_mean/running_var; the
+    # lowering writes them and the host fallback (before it) must not lose them either.
+    result = run_json(f"""
+import copy
+torch_tpu.set_mode("{mode}")
+torch.manual_seed(0)
+cpu_bn = torch.nn.BatchNorm2d(3)
+tpu_bn = copy.deepcopy(cpu_bn).to("tpu")
+errors = {{}}
+for step in range(3):
+    x = torch.randn(4, 3, 5, 5)
+    y_cpu, y_tpu = cpu_bn(x), tpu_bn(x.to("tpu"))
+    errors[f"out{{step}}"] = float((y_tpu.cpu() - y_cpu).abs().max())
+errors["running_mean"] = float((tpu_bn.running_mean.cpu() - cpu_bn.running_mean).abs().max())
+errors["running_var"] = float((tpu_bn.running_var.cpu() - cpu_bn.running_var).abs().max())
+cpu_bn.eval(); tpu_bn.eval()
+x = torch.randn(2, 3, 5, 5)
+errors["eval"] = float((tpu_bn(x.to("tpu")).cpu() - cpu_bn(x)).abs().max())
+print(json.dumps({{"errors": errors, "tracked": int(tpu_bn.num_batches_tracked.cpu()),
+                   "fallbacks": torch_tpu.metrics()["fallbacks"]}}))
+""")
+    for name, error in result["errors"].items():
+        assert error < 1e-5, (name, error)
+    assert result["tracked"] == 3
+    assert "aten::native_batch_norm" not in result["fallbacks"], result["fallbacks"]
+
+
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_empty_tensors(mode):
     result = run_json(f"""

@@ -105,6 +105,14 @@ void OpContext::refuse(const std::string& what) const {
   throw NotSupported("not supported yet: " + node_.op + ": " + what);
 }
 
+void OpContext::write_argument(size_t index, const Tensor& value) {
+  const ir::TensorType& type = tensor_type(index);
+  if (value.shape != type.sizes || value.dtype != type.dtype) {
+    throw std::logic_error(node_.op + ": a write of " + value.type() + " into argument " + std::to_string(index));
+  }
+  argument_writes_.emplace_back(static_cast<ir::ValueId>(arg(index).integer), value);
+}
+
 void OpContext::check(const Tensor& violated, const std::string& message) {
   if (violated.dtype != ir::DType::kBool) throw std::logic_error(node_.op + ": a check that is not bool");
   Tensor anywhere = violated;
@@ -219,6 +227,19 @@ LoweredProgram lower_program(const ir::Program& program) {
         throw std::logic_error("StableHLO lowering of " + node.op + " returned " + result.type() +
                                " for " + ir::to_text(value.type));
       }
+      std::optional<Tensor>& bytes = current[static_cast<size_t>(value.storage)];
+      bytes = write_value(builder, bytes, program.storages[static_cast<size_t>(value.storage)].bytes,
+                          lowered.storage_units[static_cast<size_t>(value.storage)], value.type, result);
+      covered[static_cast<size_t>(value.storage)] = true;
+    }
+    for (const auto& [id, result] : context.argument_writes()) {
+      const ir::Value& value = program.values[static_cast<size_t>(id)];
+      bool marked = false;
+      for (const ir::StorageAccess& access : node.accesses) {
+        marked |= access.storage == value.storage && access.writes();
+      }
+      // An unmarked write would be dropped (the storage is no result): the host kernel runs.
+      if (!marked) context.refuse("it updates s" + std::to_string(value.storage) + ", which the node does not write");
       std::optional<Tensor>& bytes = current[static_cast<size_t>(value.storage)];
       bytes = write_value(builder, bytes, program.storages[static_cast<size_t>(value.storage)].bytes,
                           lowered.storage_units[static_cast<size_t>(value.storage)], value.type, result);

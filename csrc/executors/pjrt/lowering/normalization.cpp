@@ -1,9 +1,9 @@
 // Layer, group and batch normalization with their saved statistics (mean and 1/std), as
 // PyTorch's CPU kernels compute them: biased variance from the mean (two passes), rstd =
-// 1 / sqrt(var + eps), half precision computed in f32 and each return rounded once. Refused:
-// batch norm training with running statistics (ATen updates running_mean/running_var in place,
-// a write no return carries; native_batch_norm's schema does not even mark it), half-precision
-// batch norm training (ATen rounds its statistics to the dtype midway), inputs with no elements.
+// 1 / sqrt(var + eps), half precision computed in f32 and each return rounded once; batch norm
+// training updates the running statistics in place (OpContext::write_argument). Refused:
+// half-precision batch norm training (ATen rounds its statistics to the dtype midway), inputs
+// with no elements.
 #include <algorithm>
 #include <optional>
 
@@ -21,8 +21,10 @@ bool present(OpContext& context, size_t index) {
 
 struct Moments {
   Tensor mean;  // shaped `kept`
+  Tensor var;   // biased, shaped `kept`
   Tensor rstd;  // shaped `kept`
   Tensor centered;  // x - mean, x's shape
+  int64_t count;  // elements per statistic
 };
 
 // Mean and 1/sqrt(biased variance + eps) of `x` over `dims` (sorted), the other dimensions
@@ -41,7 +43,7 @@ Moments moments(FunctionBuilder& builder, const Tensor& x, const std::vector<int
       "stablehlo.divide", builder.float_splat(1.0, x.dtype, kept),
       builder.unary("stablehlo.sqrt",
                     builder.binary("stablehlo.add", var, builder.float_splat(eps, x.dtype, kept))));
-  return {mean, rstd, centered};
+  return {mean, var, rstd, centered, count};
 }
 
 // A statistic returned as return `index`'s shape and dtype (keepdim's 1s, half rounding).
@@ -93,10 +95,34 @@ Tensor batch_norm_transform(OpContext& context, const Tensor& x, const Tensor& m
   return builder.binary("stablehlo.add", scaled, builder.broadcast_in_dim(beta, x.shape, {1}));
 }
 
-// Batch norm over (input, weight, bias) from its batch statistics (training) or from running
-// statistics at arguments `running` and `running + 1` (evaluation: empty saved statistics).
+// ATen's running-statistics update of training, in place on arguments `running` (mean) and
+// `running + 1` (var): momentum * batch + (1 - momentum) * running, the batch variance unbiased.
+void update_running_statistics(OpContext& context, size_t running, const Moments& m, double momentum) {
+  FunctionBuilder& builder = context.builder();
+  for (size_t k = 0; k < 2; ++k) {
+    const ir::TensorType& type = context.tensor_type(running + k);
+    if (type.sizes != m.mean.shape) context.refuse("running statistics of another size");
+    const DType compute = m.mean.dtype;
+    const Tensor old = builder.convert(context.tensor(running + k), compute);
+    Tensor batch = m.mean;
+    if (k == 1) {
+      batch = builder.binary("stablehlo.multiply", m.var,
+                             builder.float_splat(static_cast<double>(m.count) / static_cast<double>(m.count - 1),
+                                                 compute, m.var.shape));
+    }
+    const Tensor rate = builder.float_splat(momentum, compute, old.shape);
+    const Tensor keep = builder.float_splat(1.0 - momentum, compute, old.shape);
+    const Tensor updated = builder.binary("stablehlo.add", builder.binary("stablehlo.multiply", rate, batch),
+                                          builder.binary("stablehlo.multiply", keep, old));
+    context.write_argument(running + k, builder.convert(updated, type.dtype));
+  }
+}
+
+// Batch norm over (input, weight, bias) from its batch statistics (training, updating the
+// running statistics at arguments `running` and `running + 1` when given) or from those
+// running statistics (evaluation: empty saved statistics).
 std::vector<Tensor> batch_norm(OpContext& context, bool training, std::optional<size_t> running,
-                               double eps) {
+                               double eps, double momentum = 0.0) {
   const ir::TensorType& out = context.return_type(0);
   const DType compute = floating_compute(context, out.dtype);
   FunctionBuilder& builder = context.builder();
@@ -111,6 +137,7 @@ std::vector<Tensor> batch_norm(OpContext& context, bool training, std::optional<
     const Moments m = moments(builder, x, all_but_channels(x.shape), channels, eps,
                               [&](const Tensor& s) { return builder.broadcast_in_dim(s, x.shape, {1}); });
     const Tensor y = batch_norm_transform(context, x, m.mean, m.rstd);
+    if (running) update_running_statistics(context, *running, m, momentum);
     return {builder.convert(y, out.dtype), as_return(context, 1, m.mean), as_return(context, 2, m.rstd)};
   }
   if (!running) context.refuse("evaluation mode without running statistics");
@@ -184,22 +211,20 @@ std::vector<Tensor> lower_native_group_norm(OpContext& context) {
   return {builder.convert(y, out.dtype), as_return(context, 1, m.mean), as_return(context, 2, m.rstd)};
 }
 
-// native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum, eps).
+// native_batch_norm(input, weight?, bias?, running_mean?, running_var?, training, momentum,
+// eps); training updates the running statistics in place (the op plan marks those writes,
+// which the schema omits).
 std::vector<Tensor> lower_native_batch_norm(OpContext& context) {
   const bool training = context.arg(5).integer != 0;
-  const bool has_running = present(context, 3) && present(context, 4);
-  if (training && (present(context, 3) || present(context, 4))) {
-    context.refuse("training with running statistics (their in-place update)");
-  }
-  return batch_norm(context, training, has_running ? std::optional<size_t>(3) : std::nullopt,
-                    context.arg(7).real);
+  if (present(context, 3) != present(context, 4)) context.refuse("one running statistic without the other");
+  const std::optional<size_t> running = present(context, 3) ? std::optional<size_t>(3) : std::nullopt;
+  return batch_norm(context, training, running, context.arg(7).real, context.arg(6).real);
 }
 
 // _native_batch_norm_legit(input, weight?, bias?, running_mean!, running_var!, training,
-// momentum, eps): training updates the running statistics in place (refused).
+// momentum, eps).
 std::vector<Tensor> lower_native_batch_norm_legit(OpContext& context) {
-  if (context.arg(5).integer != 0) context.refuse("training with running statistics (their in-place update)");
-  return batch_norm(context, /*training=*/false, 3, context.arg(7).real);
+  return batch_norm(context, context.arg(5).integer != 0, 3, context.arg(7).real, context.arg(6).real);
 }
 
 // _native_batch_norm_legit.no_stats(input, weight?, bias?, training, momentum, eps).

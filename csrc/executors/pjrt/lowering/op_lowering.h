@@ -56,6 +56,10 @@ class OpContext {
   // holds anywhere: ATen's data-dependent errors. The executor reads the outcome after the run
   // and keeps the storages the program would have written as they were.
   void check(const Tensor& violated, const std::string& message);
+  // The new contents of tensor argument `index`, which the op updates in place besides its
+  // returns (batch norm's running statistics), shaped and typed as that argument.
+  void write_argument(size_t index, const Tensor& value);
+  const std::vector<std::pair<ir::ValueId, Tensor>>& argument_writes() const { return argument_writes_; }
 
  private:
   FunctionBuilder& builder_;
@@ -64,6 +68,7 @@ class OpContext {
   std::vector<Tensor> scalar_operands_;  // in argument order, one per kScalar argument
   ReadValue read_;
   std::vector<RunTimeCheck>& checks_;
+  std::vector<std::pair<ir::ValueId, Tensor>> argument_writes_;
 };
 
 // Returns the node's tensor returns, in node.returns order, each shaped as its return type.

@@ -1,5 +1,6 @@
 #include "executors/pjrt/lowering/storage_bytes.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include "ir/printer.h"
@@ -56,6 +57,85 @@ Tensor strided_indices(FunctionBuilder& builder, const std::vector<int64_t>& siz
   return indices;
 }
 
+// A strided layout read without a gather (a gather costs each element's index on a TPU): when
+// the strides of its dimensions (size-1 ones aside, stride-0 ones broadcast) nest, each
+// dividing the next larger without overlap, the span from the first element is a dense box
+// [size_0, stride_0 / stride_1, ..., stride_k] padded at its end; the value is the box's
+// leading corner, transposed back into the layout's dimension order. Transposes, step slices
+// and expanded views read so. nullopt for other layouts (negative or overlapping strides).
+std::optional<Tensor> box_read(FunctionBuilder& builder, const Tensor& elements, const ir::TensorType& type) {
+  std::vector<size_t> dims;  // dimensions with a size above 1 and a stride
+  std::vector<size_t> broadcast;
+  for (size_t d = 0; d < type.sizes.size(); ++d) {
+    if (type.sizes[d] == 1) continue;
+    if (type.strides[d] < 0) return std::nullopt;
+    (type.strides[d] == 0 ? broadcast : dims).push_back(d);
+  }
+  std::vector<size_t> by_stride = dims;  // outermost (largest stride) first
+  std::stable_sort(by_stride.begin(), by_stride.end(),
+                   [&](size_t a, size_t b) { return type.strides[a] > type.strides[b]; });
+  for (size_t i = 0; i + 1 < by_stride.size(); ++i) {
+    const int64_t outer = type.strides[by_stride[i]];
+    const int64_t inner = type.strides[by_stride[i + 1]];
+    if (outer % inner != 0 || type.sizes[by_stride[i + 1]] * inner > outer) return std::nullopt;
+  }
+  // The leading corner of the box, in stride order.
+  Tensor value;
+  if (by_stride.empty()) {
+    value = builder.reshape(unit_slice(builder, elements, 0, 1), {});
+  } else {
+    std::vector<int64_t> box = {type.sizes[by_stride[0]]};
+    for (size_t i = 0; i + 1 < by_stride.size(); ++i) {
+      box.push_back(type.strides[by_stride[i]] / type.strides[by_stride[i + 1]]);
+    }
+    box.push_back(type.strides[by_stride.back()]);
+    int64_t total = 1;
+    for (const int64_t extent : box) total *= extent;
+    Tensor flat = elements;
+    if (total > flat.shape[0]) {
+      flat = builder.op("stablehlo.pad", {flat, builder.zeros(flat.dtype, {})}, flat.dtype, {total},
+                        "edge_padding_low = " + i64_array({0}) + ", edge_padding_high = " +
+                            i64_array({total - flat.shape[0]}) + ", interior_padding = " + i64_array({0}));
+    } else if (total < flat.shape[0]) {
+      flat = unit_slice(builder, flat, 0, total);
+    }
+    std::vector<int64_t> limits;
+    for (const size_t d : by_stride) limits.push_back(type.sizes[d]);
+    limits.push_back(1);
+    const Tensor boxed = builder.reshape(flat, box);
+    const Tensor leading = builder.op("stablehlo.slice", {boxed}, flat.dtype, limits,
+                                      "start_indices = " + i64_array(std::vector<int64_t>(limits.size(), 0)) +
+                                          ", limit_indices = " + i64_array(limits) + ", strides = " +
+                                          i64_array(std::vector<int64_t>(limits.size(), 1)));
+    limits.pop_back();
+    value = builder.reshape(leading, limits);
+    // Back into the layout's order of these dimensions.
+    std::vector<int64_t> permutation;
+    std::vector<int64_t> ordered;
+    for (const size_t d : dims) {
+      const auto at = std::find(by_stride.begin(), by_stride.end(), d) - by_stride.begin();
+      permutation.push_back(at);
+      ordered.push_back(type.sizes[d]);
+    }
+    bool identity = true;
+    for (size_t i = 0; i < permutation.size(); ++i) identity &= permutation[i] == static_cast<int64_t>(i);
+    if (!identity) {
+      value = builder.op("stablehlo.transpose", {value}, value.dtype, ordered,
+                         "permutation = " + i64_array(permutation));
+    }
+  }
+  // The size-1 dimensions come back as a reshape, the stride-0 ones as a broadcast.
+  std::vector<int64_t> kept_sizes, kept_positions;
+  for (size_t d = 0; d < type.sizes.size(); ++d) {
+    if (std::find(broadcast.begin(), broadcast.end(), d) != broadcast.end()) continue;
+    kept_sizes.push_back(type.sizes[d]);
+    kept_positions.push_back(static_cast<int64_t>(d));
+  }
+  value = builder.reshape(value, kept_sizes);
+  if (broadcast.empty()) return value;
+  return builder.broadcast_in_dim(value, type.sizes, kept_positions);
+}
+
 // Storage units per element of `dtype`: 1 in a storage of `dtype` elements, else (a byte
 // storage) its size in bytes.
 int64_t units_per_element(DType storage, DType dtype) {
@@ -108,6 +188,7 @@ Tensor read_value(FunctionBuilder& builder, const Tensor& storage, const ir::Ten
   const Tensor span = unit_slice(builder, storage, first * size, end * size);
   const Tensor elements = storage.dtype == type.dtype ? span : bytes_as(builder, span, type.dtype);
   if (is_contiguous(type)) return builder.reshape(elements, type.sizes);
+  if (std::optional<Tensor> boxed = box_read(builder, elements, type)) return *boxed;
   // Element i of the value is elements[sum_d i_d * strides[d]] (offset already sliced off).
   const Tensor indices = strided_indices(builder, type.sizes, type.strides, 0, 1);
   return builder.op("stablehlo.gather", {elements, indices}, type.dtype, type.sizes,

@@ -28,8 +28,8 @@ ir::DType storage_unit(const std::vector<ir::DType>& value_dtypes, int64_t bytes
 bool is_contiguous(const ir::TensorType& type);
 
 // The value of layout `type` over `storage` (1-D, of type.dtype or ui8), shaped type.sizes.
-// Contiguous layouts are a slice (+ bitcast from bytes) + reshape; other non-negative strides a
-// gather.
+// Contiguous layouts are a slice (+ bitcast from bytes) + reshape; nested strides (transposes,
+// step slices, expanded views) a padded reshape, a slice and a transpose; others a gather.
 Tensor read_value(FunctionBuilder& builder, const Tensor& storage, const ir::TensorType& type);
 
 // A storage of `bytes` bytes and unit `unit` after writing `value` (shaped type.sizes, of
