@@ -349,19 +349,25 @@ Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable
     std::vector<Buffer> outputs = compiled->loaded.execute(argument_list, &done);
     // Waiting here keeps a failing run's error with this task, which names the op.
     done.await();
-    // A violated run-time check fails the run before its results replace any storage's buffer.
-    const std::vector<std::string>& checks = compiled->lowered.check_messages;
-    for (size_t c = 0; c < checks.size(); ++c) {
+    // A violated run-time check fails the run. A one-op program's storages keep their
+    // contents, as when ATen raises; a fused program's results are installed first, so the
+    // other ops' results are not lost (the failing op's outputs hold what XLA computed).
+    const lowering::LoweredProgram& lowered_program = compiled->lowered;
+    auto install_results = [&] {
+      for (size_t r = 0; r < results.size(); ++r) {
+        const auto& [s, at, host] = results[r];
+        install(*at.slot, std::make_shared<const Buffer>(std::move(outputs[r])),
+                compiled->storage_bytes[static_cast<size_t>(s)],
+                lowered_program.storage_units[static_cast<size_t>(s)]);
+      }
+    };
+    if (lowered_program.several_writing_nodes) install_results();
+    for (size_t c = 0; c < lowered_program.check_messages.size(); ++c) {
       bool violated = false;
       outputs[results.size() + c].copy_to_host(&violated, sizeof(violated));
-      if (violated) throw runtime::RuntimeError(checks[c]);
+      if (violated) throw runtime::RuntimeError(lowered_program.check_messages[c]);
     }
-    for (size_t r = 0; r < results.size(); ++r) {
-      const auto& [s, at, host] = results[r];
-      install(*at.slot, std::make_shared<const Buffer>(std::move(outputs[r])),
-              compiled->storage_bytes[static_cast<size_t>(s)],
-              compiled->lowered.storage_units[static_cast<size_t>(s)]);
-    }
+    if (!lowered_program.several_writing_nodes) install_results();
   };
   return {compiled->op_name, std::move(task)};
 }

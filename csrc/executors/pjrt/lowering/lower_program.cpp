@@ -72,6 +72,11 @@ const ir::TensorType& OpContext::tensor_type(size_t index) const {
 
 ir::DType OpContext::tensor_dtype(size_t index) const { return tensor_type(index).dtype; }
 
+ir::StorageId OpContext::value_storage(size_t index) const {
+  tensor_type(index);  // refuses a non-tensor argument
+  return program_.values[static_cast<size_t>(arg(index).integer)].storage;
+}
+
 Tensor OpContext::scalar(size_t index) const {
   size_t position = 0;
   for (size_t a = 0; a < index && a < node_.args.size(); ++a) {
@@ -197,6 +202,7 @@ LoweredProgram lower_program(const ir::Program& program) {
   };
 
   std::vector<RunTimeCheck> checks;
+  size_t writing_nodes = 0;
   for (size_t n = 0; n < program.nodes.size(); ++n) {
     const ir::Node& node = program.nodes[n];
     bool writes = false;
@@ -204,6 +210,7 @@ LoweredProgram lower_program(const ir::Program& program) {
     // A node that writes nothing (a view) changes no bytes: its returns are layouts that later
     // reads go through.
     if (!writes) continue;
+    lowered.several_writing_nodes = writing_nodes++ > 0;
     const OpLowering lowering = find_lowering(node.op);
     if (lowering == nullptr) {
       throw NotSupported("not supported yet: no StableHLO lowering for " + node.op);

@@ -25,6 +25,9 @@ struct LoweredProgram {
   // The results after those: one 0-d bool per run-time check, true when the program's input
   // violated it; the run then fails with this message ("aten::gather: index 3 is out of ...").
   std::vector<std::string> check_messages;
+  // More than one node writes storages (a fused program): a violated check must not lose the
+  // other nodes' results, so they are kept and the run fails after them.
+  bool several_writing_nodes = false;
   // Per program storage: the element type of its parameter and result, `tensor<N x unit>`
   // (bytes / element size elements): a dtype its values share, or kUInt8 (storage_bytes.h).
   std::vector<ir::DType> storage_units;

@@ -148,6 +148,17 @@ std::vector<Tensor> batch_norm(OpContext& context, bool training, std::optional<
       "stablehlo.divide", builder.float_splat(1.0, compute, channels),
       builder.unary("stablehlo.sqrt", builder.binary("stablehlo.add", var, builder.float_splat(eps, compute, channels))));
   const Tensor y = batch_norm_transform(context, x, mean, rstd);
+  // native_batch_norm's running statistics count as written in evaluation too (its schema
+  // says neither): they keep their values.
+  for (size_t k = 0; k < 2; ++k) {
+    const ir::StorageId storage = context.value_storage(*running + k);
+    for (const ir::StorageAccess& access : context.node().accesses) {
+      if (access.storage == storage && access.writes()) {
+        context.write_argument(*running + k, context.tensor(*running + k));
+        break;
+      }
+    }
+  }
   const ir::TensorType& saved_mean = context.return_type(1);
   const ir::TensorType& saved_rstd = context.return_type(2);
   return {builder.convert(y, out.dtype), builder.zeros(saved_mean.dtype, saved_mean.sizes),

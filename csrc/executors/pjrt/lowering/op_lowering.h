@@ -44,6 +44,8 @@ class OpContext {
   // The layout and dtype of tensor argument `index`, without reading it.
   const ir::TensorType& tensor_type(size_t index) const;
   ir::DType tensor_dtype(size_t index) const;
+  // The storage tensor argument `index` lives in.
+  ir::StorageId value_storage(size_t index) const;
   // The 0-d module parameter of kScalar argument `index` (a run-time operand).
   Tensor scalar(size_t index) const;
   // The layout of the node's tensor return `index` (in the order of node.returns).
