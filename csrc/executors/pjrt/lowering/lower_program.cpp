@@ -50,6 +50,22 @@ std::vector<Tensor> OpContext::tensor_list(size_t index) {
   return tensors;
 }
 
+std::vector<std::optional<Tensor>> OpContext::optional_tensor_list(size_t index) {
+  const ir::Argument& argument = arg(index);
+  if (argument.kind != ir::Argument::Kind::kTensorList) {
+    refuse("argument " + std::to_string(index) + " is not a tensor list");
+  }
+  std::vector<std::optional<Tensor>> tensors;
+  for (const int64_t id : argument.list) {
+    if (id == ir::kNoValue) {
+      tensors.emplace_back();
+    } else {
+      tensors.emplace_back(read_(static_cast<ir::ValueId>(id)));
+    }
+  }
+  return tensors;
+}
+
 ir::DType floating_compute(OpContext& context, ir::DType out) {
   if (out == ir::DType::kFloat16 || out == ir::DType::kBFloat16) return ir::DType::kFloat32;
   if (out != ir::DType::kFloat32 && out != ir::DType::kFloat64) context.refuse("a non-floating output");

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +42,8 @@ class OpContext {
   Tensor tensor(size_t index);
   // The values of tensor-list argument `index` (every element present).
   std::vector<Tensor> tensor_list(size_t index);
+  // The values of optional-tensor-list argument `index` (Tensor?[]), nullopt for an absent one.
+  std::vector<std::optional<Tensor>> optional_tensor_list(size_t index);
   // The layout and dtype of tensor argument `index`, without reading it.
   const ir::TensorType& tensor_type(size_t index) const;
   ir::DType tensor_dtype(size_t index) const;
@@ -211,9 +214,61 @@ std::vector<Tensor> lower_gelu(OpContext& context);
 // data_movement.cpp, factory.cpp
 std::vector<Tensor> lower_flip(OpContext& context);
 std::vector<Tensor> lower_arange(OpContext& context);  // arange.start_out
-// indexing.cpp (indices checked at run time)
+// indexing.cpp, advanced_indexing.cpp, scatter.cpp, index_add.cpp, masked_fill.cpp: indices are
+// checked at run time. The helpers they share (indexing_support.cpp); a position is an i64
+// row-major element offset into a tensor seen as 1-D.
+std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape);
+// `self`'s elements at the positions `linear` (i64, any shape), shaped as `linear`.
+Tensor take_linear(FunctionBuilder& builder, const Tensor& self, const Tensor& linear);
+// iota along dimension `dim` of `shape` times `stride` (i64): one coordinate's share of a position.
+Tensor coordinate_term(FunctionBuilder& builder, const std::vector<int64_t>& shape, size_t dim, int64_t stride);
+// The position in `self_shape` of each element of `shape` whose coordinate along `dim` is `along`
+// (i64 of `shape`) and whose other coordinates are its own.
+Tensor linear_positions(FunctionBuilder& builder, const std::vector<int64_t>& self_shape,
+                        const std::vector<int64_t>& shape, int64_t dim, const Tensor& along);
+// Tensor argument `index` as i64; refuses a dtype other than int64 / int32.
+Tensor index_operand(OpContext& context, size_t index);
+// True where an index lies outside [0, size).
+Tensor out_of_range(FunctionBuilder& builder, const Tensor& index, int64_t size);
+// stablehlo.scatter of `updates` (1-D) into `flat` (1-D) at `positions` (1-D i64, as many), each
+// element becoming combine(current, update) (built in the update region). XLA applies updates
+// to one element in an unspecified order: `combine` must be commutative and associative, or
+// the result only within rounding of ATen's serial order (float sums).
+using ScatterCombine = std::function<Tensor(FunctionBuilder&, const Tensor&, const Tensor&)>;
+Tensor scatter_linear(FunctionBuilder& builder, const Tensor& flat, const Tensor& positions,
+                      const Tensor& updates, const ScatterCombine& combine);
+// `flat` with element positions[i] set to updates[i], the largest i winning where positions
+// repeat (ATen's serial loops write in that order): exact, unlike an overwriting scatter.
+Tensor assign_linear_last_wins(FunctionBuilder& builder, const Tensor& flat, const Tensor& positions,
+                               const Tensor& updates);
+// Bool of `count` elements: true at each of `positions` (1-D).
+Tensor written_mask(FunctionBuilder& builder, int64_t count, const Tensor& positions);
+// A 0-d value (a Scalar operand, a 0-d tensor's item()) as `dtype`, converted as ATen's
+// Scalar::to<T>() does: through float to half precision, nonzero to true, and the program
+// failing ("value cannot be converted to type float without overflow") where ATen raises.
+Tensor value_as(OpContext& context, const Tensor& value, ir::DType dtype);
+Tensor scalar_as(OpContext& context, size_t index, ir::DType dtype);
+bool is_half_precision(ir::DType dtype);
+// indexing.cpp
 std::vector<Tensor> lower_gather(OpContext& context);
 std::vector<Tensor> lower_index_select(OpContext& context);
+std::vector<Tensor> lower_take(OpContext& context);          // take, take.out
+// advanced_indexing.cpp
+std::vector<Tensor> lower_index(OpContext& context);         // index.Tensor (+ Tensor_out)
+std::vector<Tensor> lower_index_put(OpContext& context);     // index_put, _index_put_impl_ (+ _, out)
+// scatter.cpp
+std::vector<Tensor> lower_scatter_src(OpContext& context);   // scatter.src (+ _, src_out)
+std::vector<Tensor> lower_scatter_value(OpContext& context);  // scatter.value (+ _, value_out)
+std::vector<Tensor> lower_scatter_reduce(OpContext& context);  // scatter.reduce (+ _, reduce_out)
+std::vector<Tensor> lower_scatter_value_reduce(OpContext& context);  // scatter.value_reduce (+ ...)
+std::vector<Tensor> lower_scatter_add(OpContext& context);   // scatter_add (+ _, out)
+std::vector<Tensor> lower_scatter_reduce_two(OpContext& context);  // scatter_reduce.two (+ _, two_out)
+// index_add.cpp
+std::vector<Tensor> lower_index_add(OpContext& context);     // index_add (+ _, out)
+std::vector<Tensor> lower_index_copy(OpContext& context);    // index_copy (+ _, out)
+std::vector<Tensor> lower_embedding_dense_backward(OpContext& context);  // (+ .out)
+// masked_fill.cpp
+std::vector<Tensor> lower_masked_fill(OpContext& context);   // masked_fill.Scalar/.Tensor (+ _, outs)
 
 // reduction.cpp, arg_reduction.cpp, variance.cpp, scan.cpp, sort.cpp: the helpers they share
 // (reduction_support.cpp).

@@ -123,6 +123,27 @@ const std::unordered_map<std::string, OpLowering>& table() {
         // indexing.cpp
         {lower_gather, with_out("gather")},
         {lower_index_select, with_out("index_select")},
+        {lower_take, with_out("take")},
+        // advanced_indexing.cpp
+        {lower_index, {"aten::index.Tensor", "aten::index.Tensor_out"}},
+        {lower_index_put, {"aten::index_put", "aten::index_put_", "aten::index_put.out", "aten::_index_put_impl",
+                           "aten::_index_put_impl_", "aten::_index_put_impl.out"}},
+        // scatter.cpp
+        {lower_scatter_src, {"aten::scatter.src", "aten::scatter_.src", "aten::scatter.src_out"}},
+        {lower_scatter_value, {"aten::scatter.value", "aten::scatter_.value", "aten::scatter.value_out"}},
+        {lower_scatter_reduce, {"aten::scatter.reduce", "aten::scatter_.reduce", "aten::scatter.reduce_out"}},
+        {lower_scatter_value_reduce,
+         {"aten::scatter.value_reduce", "aten::scatter_.value_reduce", "aten::scatter.value_reduce_out"}},
+        {lower_scatter_add, every_form("scatter_add")},
+        {lower_scatter_reduce_two,
+         {"aten::scatter_reduce.two", "aten::scatter_reduce_.two", "aten::scatter_reduce.two_out"}},
+        // index_add.cpp
+        {lower_index_add, every_form("index_add")},
+        {lower_index_copy, every_form("index_copy")},
+        {lower_embedding_dense_backward, with_out("embedding_dense_backward")},
+        // masked_fill.cpp
+        {lower_masked_fill, {"aten::masked_fill.Scalar", "aten::masked_fill_.Scalar", "aten::masked_fill.Scalar_out",
+                             "aten::masked_fill.Tensor", "aten::masked_fill_.Tensor", "aten::masked_fill.Tensor_out"}},
         // comparison.cpp
         {lower_eq, comparison_forms("eq")},
         {lower_ne, comparison_forms("ne")},
