@@ -324,4 +324,18 @@ std::vector<Tensor> lower_adaptive_avg_pool(OpContext& context);   // _adaptive_
 std::vector<Tensor> lower_upsample_nearest2d(OpContext& context);  // upsample_nearest2d (+ .vec)
 std::vector<Tensor> lower_upsample_bilinear2d(OpContext& context);  // upsample_bilinear2d (+ .vec)
 
+// normalization_backward.cpp, activation_backward.cpp, max_pooling.cpp, pooling_backward.cpp
+// (the gradients a training step's backward pass needs, and max pooling)
+std::vector<Tensor> lower_native_layer_norm_backward(OpContext& context);  // (+ .out)
+std::vector<Tensor> lower_native_group_norm_backward(OpContext& context);  // (+ .out)
+std::vector<Tensor> lower_native_batch_norm_backward(OpContext& context);  // (+ .out)
+std::vector<Tensor> lower_gelu_backward(OpContext& context);        // (+ .grad_input)
+std::vector<Tensor> lower_elu_backward(OpContext& context);         // (+ .grad_input)
+std::vector<Tensor> lower_leaky_relu_backward(OpContext& context);  // (+ .grad_input)
+std::vector<Tensor> lower_hardtanh_backward(OpContext& context);    // (+ .grad_input)
+std::vector<Tensor> lower_sigmoid_backward(OpContext& context);     // (+ .grad_input)
+std::vector<Tensor> lower_tanh_backward(OpContext& context);        // (+ .grad_input)
+std::vector<Tensor> lower_max_pool_with_indices(OpContext& context);  // max_pool{2,3}d_with_indices
+std::vector<Tensor> lower_max_pool_with_indices_backward(OpContext& context);  // (+ .grad_input)
+
 }  // namespace torch_tpu::executors::pjrt::lowering

@@ -229,6 +229,23 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_upsample_bilinear2d,
          {"aten::upsample_bilinear2d", "aten::upsample_bilinear2d.out", "aten::upsample_bilinear2d.vec",
           "aten::upsample_bilinear2d.vec_out"}},
+        // normalization_backward.cpp
+        {lower_native_layer_norm_backward, with_out("native_layer_norm_backward")},
+        {lower_native_group_norm_backward, with_out("native_group_norm_backward")},
+        {lower_native_batch_norm_backward, with_out("native_batch_norm_backward")},
+        // activation_backward.cpp
+        {lower_gelu_backward, with_out("gelu_backward", "grad_input")},
+        {lower_elu_backward, with_out("elu_backward", "grad_input")},
+        {lower_leaky_relu_backward, with_out("leaky_relu_backward", "grad_input")},
+        {lower_hardtanh_backward, with_out("hardtanh_backward", "grad_input")},
+        {lower_sigmoid_backward, with_out("sigmoid_backward", "grad_input")},
+        {lower_tanh_backward, with_out("tanh_backward", "grad_input")},
+        // max_pooling.cpp
+        {lower_max_pool_with_indices,
+         joined(with_out("max_pool2d_with_indices"), with_out("max_pool3d_with_indices"))},
+        {lower_max_pool_with_indices_backward,
+         joined(with_out("max_pool2d_with_indices_backward", "grad_input"),
+                with_out("max_pool3d_with_indices_backward", "grad_input"))},
     };
     std::unordered_map<std::string, OpLowering> by_schema;
     for (const Entry& entry : entries) {
