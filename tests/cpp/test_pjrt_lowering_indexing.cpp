@@ -9,14 +9,12 @@
 #include <limits>
 
 #include "executors/pjrt/lowering/lower_program.h"
-#include "pjrt_executor_fixture.h"
+#include "pjrt_lowering_harness.h"
 
 using namespace torch_tpu;
 using namespace torch_tpu::ir;
 using namespace torch_tpu::ir::testing;
-using executors::pjrt::testing::bind;
-using executors::pjrt::testing::PjrtExecutorTest;
-using executors::pjrt::testing::to_bf16;
+using namespace torch_tpu::executors::pjrt::testing;
 
 namespace {
 
@@ -139,7 +137,7 @@ class PjrtIndexingLoweringTest : public PjrtExecutorTest {
   }
 };
 
-std::vector<float> arange(size_t count) { return executors::pjrt::testing::iota_floats(count, 0, 1); }
+std::vector<float> arange(size_t count) { return iota_floats(count, 0, 1); }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 

@@ -2,17 +2,12 @@
 // pooling.cpp, upsample.cpp) on the CPU plugin, against values PyTorch 2.13's CPU kernels computed for the
 // same inputs (tests/cpp keeps no torch: they are written out below). Inputs are the exact
 // pattern (((i * 7 + seed * 3) % 11) - 5) / 4, representable in every floating dtype.
-#include <cmath>
-#include <functional>
-
-#include "pjrt_executor_fixture.h"
+#include "pjrt_lowering_harness.h"
 
 using namespace torch_tpu;
 using namespace torch_tpu::ir;
 using namespace torch_tpu::ir::testing;
-using executors::pjrt::testing::bind;
-using executors::pjrt::testing::PjrtExecutorTest;
-using executors::pjrt::testing::to_bf16;
+using namespace torch_tpu::executors::pjrt::testing;
 
 namespace {
 
@@ -98,130 +93,7 @@ const std::vector<double> kNoStatsMean = {-0.0625, 0, 0.0625};
 // kNoStatsRstd [3] torch.float64
 const std::vector<double> kNoStatsRstd = {1.28514031, 1.33332148, 1.28514031};
 
-double pattern_value(size_t i, int seed) {
-  return static_cast<double>(static_cast<int>((i * 7 + static_cast<size_t>(seed) * 3) % 11) - 5) * 0.25;
-}
-
-int64_t numel(const std::vector<int64_t>& sizes) {
-  int64_t count = 1;
-  for (const int64_t size : sizes) count *= size;
-  return count;
-}
-
-// One operand of an op under test: its dtype, sizes and the pattern seed of its values.
-struct Operand {
-  DType dtype;
-  std::vector<int64_t> sizes;
-  int seed = 0;
-  std::vector<double> values = {};  // overrides the pattern when not empty
-};
-
-float bf16_to_float(uint16_t bits) {
-  const uint32_t widened = static_cast<uint32_t>(bits) << 16;
-  float value;
-  std::memcpy(&value, &widened, 4);
-  return value;
-}
-
-// One node `op` over external inputs (one storage each) defining `outputs` (one created,
-// live-out storage each); `args` builds its arguments from the inputs' tensor arguments.
-class NnLoweringTest : public PjrtExecutorTest {
- protected:
-  using ArgsOf = std::function<std::vector<Argument>(const std::vector<Argument>&)>;
-
-  // Runs the program and returns each output as doubles.
-  std::vector<std::vector<double>> run_op(const std::string& op, const std::vector<Operand>& inputs,
-                                          const ArgsOf& args, const std::vector<TensorType>& outputs) {
-    const Program program = build(op, inputs, args, outputs);
-    std::vector<runtime::DeviceAddress> storages;
-    for (const Operand& input : inputs) storages.push_back(upload_operand(input));
-    for (const TensorType& out : outputs) {
-      storages.push_back(out.extent_bytes() == 0 ? 0 : executor_->allocate(0, out.extent_bytes(), 0));
-    }
-    executor_->run(executor_->compile(program), bind(storages), stream_);
-    std::vector<std::vector<double>> results;
-    for (size_t o = 0; o < outputs.size(); ++o) {
-      results.push_back(download_as_doubles(storages[inputs.size() + o], outputs[o]));
-    }
-    return results;
-  }
-
-  // The NotSupported message compiling the program raises ("" when it compiles).
-  std::string refusal(const std::string& op, const std::vector<Operand>& inputs, const ArgsOf& args,
-                      const std::vector<TensorType>& outputs) {
-    try {
-      executor_->compile(build(op, inputs, args, outputs));
-    } catch (const std::invalid_argument& error) {
-      return error.what();
-    }
-    return "";
-  }
-
- private:
-  static Program build(const std::string& op, const std::vector<Operand>& inputs, const ArgsOf& args,
-                       const std::vector<TensorType>& outputs) {
-    Program program;
-    std::vector<Argument> tensors;
-    std::vector<StorageAccess> accesses;
-    for (const Operand& input : inputs) {
-      const TensorType type = row_major(input.dtype, input.sizes);
-      const StorageId s = program.add_storage(type.extent_bytes(), true);
-      tensors.push_back(Argument::tensor(program.add_input(type, s)));
-      accesses.push_back({s, Access::kRead});
-    }
-    std::vector<StorageId> written;
-    for (const TensorType& out : outputs) {
-      written.push_back(program.add_storage(out.extent_bytes(), false, /*live_out=*/true));
-      accesses.push_back({written.back(), Access::kWrite});
-    }
-    program.add_node(make_node(op, args(tensors), accesses));
-    for (size_t o = 0; o < outputs.size(); ++o) program.add_return(outputs[o], written[o]);
-    return program;
-  }
-
-  runtime::DeviceAddress upload_operand(const Operand& input) {
-    std::vector<double> values = input.values;
-    if (values.empty()) {
-      for (int64_t i = 0; i < numel(input.sizes); ++i) values.push_back(pattern_value(static_cast<size_t>(i), input.seed));
-    }
-    switch (input.dtype) {
-      case DType::kFloat32: return upload(std::vector<float>(values.begin(), values.end()));
-      case DType::kFloat64: return upload(values);
-      case DType::kInt64: return upload(std::vector<int64_t>(values.begin(), values.end()));
-      case DType::kBFloat16: {
-        std::vector<uint16_t> bits;
-        for (const double v : values) bits.push_back(to_bf16(static_cast<float>(v)));
-        return upload(bits);
-      }
-      default: ADD_FAILURE() << "no upload for that dtype"; return 0;
-    }
-  }
-
-  std::vector<double> download_as_doubles(runtime::DeviceAddress address, const TensorType& type) {
-    const auto count = static_cast<size_t>(numel(type.sizes));
-    if (count == 0) return {};
-    switch (type.dtype) {
-      case DType::kFloat32: { const auto v = download<float>(address, count); return {v.begin(), v.end()}; }
-      case DType::kFloat64: return download<double>(address, count);
-      case DType::kInt64: { const auto v = download<int64_t>(address, count); return {v.begin(), v.end()}; }
-      case DType::kBFloat16: {
-        std::vector<double> values;
-        for (const uint16_t bits : download<uint16_t>(address, count)) values.push_back(bf16_to_float(bits));
-        return values;
-      }
-      default: ADD_FAILURE() << "no download for that dtype"; return {};
-    }
-  }
-};
-
-// Each element within `relative` of PyTorch's (and 1e-6 absolute near zero).
-void expect_near(const std::vector<double>& actual, const std::vector<double>& expected, double relative,
-                 const std::string& what) {
-  ASSERT_EQ(actual.size(), expected.size()) << what;
-  for (size_t i = 0; i < expected.size(); ++i) {
-    EXPECT_NEAR(actual[i], expected[i], relative * std::abs(expected[i]) + 1e-6) << what << " element " << i;
-  }
-}
+class NnLoweringTest : public OneOpLoweringTest {};
 
 TensorType f32(std::vector<int64_t> sizes) { return row_major(DType::kFloat32, std::move(sizes)); }
 

@@ -6,14 +6,12 @@
 #include <limits>
 
 #include "executors/pjrt/lowering/lower_program.h"
-#include "pjrt_executor_fixture.h"
+#include "pjrt_lowering_harness.h"
 
 using namespace torch_tpu;
 using namespace torch_tpu::ir;
 using namespace torch_tpu::ir::testing;
-using executors::pjrt::testing::bind;
-using executors::pjrt::testing::PjrtExecutorTest;
-using executors::pjrt::testing::to_bf16;
+using namespace torch_tpu::executors::pjrt::testing;
 
 namespace {
 

@@ -28,9 +28,26 @@ void put_message_field(std::string& out, int field, const std::string& message) 
   out += message;
 }
 
+void put_string_field(std::string& out, int field, const std::string& text) { put_message_field(out, field, text); }
+
 constexpr int kExecutableBuildOptionsField = 3;  // in CompileOptionsProto
+constexpr int kEnvOptionOverridesField = 7;      // map<string, OptionOverrideProto>
 constexpr int kNumReplicasField = 4;             // in ExecutableBuildOptionsProto
 constexpr int kNumPartitionsField = 5;
+constexpr int kMapKeyField = 1, kMapValueField = 2;
+constexpr int kBoolFieldField = 2;  // OptionOverrideProto's bool_field (a oneof member)
+
+// One env_option_overrides entry setting DebugOptions field `name` to `value`: XLA applies
+// overrides on top of its default debug options (a DebugOptions message of our own would
+// replace every default with proto3's zero).
+void put_bool_override(std::string& out, const std::string& name, bool value) {
+  std::string override_value;
+  put_varint_field(override_value, kBoolFieldField, value ? 1 : 0);
+  std::string entry;
+  put_string_field(entry, kMapKeyField, name);
+  put_message_field(entry, kMapValueField, override_value);
+  put_message_field(out, kEnvOptionOverridesField, entry);
+}
 
 }  // namespace
 
@@ -43,6 +60,10 @@ std::string compile_options_bytes(int num_replicas, int num_partitions) {
   put_varint_field(build_options, kNumPartitionsField, static_cast<uint64_t>(num_partitions));
   std::string options;
   put_message_field(options, kExecutableBuildOptionsField, build_options);
+  // XLA may otherwise keep a program's bfloat16/float16 intermediates in float32 and drop the
+  // roundings between its ops; eager PyTorch rounds each op's result, and a fused program must
+  // compute what its ops would one by one.
+  put_bool_override(options, "xla_allow_excess_precision", false);
   return options;
 }
 

@@ -62,18 +62,22 @@ std::vector<Tensor> lower_elu(OpContext& context) {
                           out.dtype)};
 }
 
+bool gelu_is_tanh_form(OpContext& context, size_t index) {
+  if (context.node().args.size() <= index) return false;
+  const ir::Argument& approximate = context.arg(index);
+  if (approximate.kind != ir::Argument::Kind::kString) return false;
+  if (approximate.text != "tanh" && approximate.text != "none") {
+    context.refuse("approximate='" + approximate.text + "'");
+  }
+  return approximate.text == "tanh";
+}
+
 // gelu(x, approximate): "none" is x * Φ(x) = 0.5 x (1 + erf(x / √2)); "tanh" is
 // 0.5 x (1 + tanh(√(2/π) (x + 0.044715 x³))).
 std::vector<Tensor> lower_gelu(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   const DType compute = floating_compute(context, out.dtype);
-  const ir::Argument* approximate = context.node().args.size() > 1 ? &context.arg(1) : nullptr;
-  const bool tanh_form = approximate != nullptr && approximate->kind == ir::Argument::Kind::kString &&
-                         approximate->text == "tanh";
-  if (approximate != nullptr && approximate->kind == ir::Argument::Kind::kString && !tanh_form &&
-      approximate->text != "none") {
-    context.refuse("approximate='" + approximate->text + "'");
-  }
+  const bool tanh_form = gelu_is_tanh_form(context, 1);
   FunctionBuilder& builder = context.builder();
   const Tensor x = elementwise_operand(context, 0, out, compute);
   const Tensor half = builder.splat("0.5", compute, out.sizes);

@@ -43,13 +43,7 @@ void check_not_negative(OpContext& context, size_t index, const std::string& mes
 std::vector<Tensor> lower_gelu_backward(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   const DType compute = gradient_compute(context, {0, 1});
-  const ir::Argument* approximate = context.node().args.size() > 2 ? &context.arg(2) : nullptr;
-  const bool tanh_form = approximate != nullptr && approximate->kind == ir::Argument::Kind::kString &&
-                         approximate->text == "tanh";
-  if (approximate != nullptr && approximate->kind == ir::Argument::Kind::kString && !tanh_form &&
-      approximate->text != "none") {
-    context.refuse("approximate='" + approximate->text + "'");
-  }
+  const bool tanh_form = gelu_is_tanh_form(context, 2);
   FunctionBuilder& builder = context.builder();
   const std::vector<int64_t>& shape = out.sizes;
   const Tensor dy = converted_operand(context, 0, compute, shape);

@@ -14,14 +14,6 @@ namespace {
 
 using ir::DType;
 
-// An int list argument with one value per spatial dimension (a single value repeats).
-std::vector<int64_t> per_dimension(OpContext& context, size_t index, size_t spatial, const char* what) {
-  std::vector<int64_t> values = context.arg(index).list;
-  if (values.size() == 1) values.assign(spatial, values[0]);
-  if (values.size() != spatial) context.refuse(std::string(what) + " of another length than the spatial rank");
-  return values;
-}
-
 // "b, f, 0, 1" with the two leading labels given.
 std::string layout(const char* first, const char* second, size_t spatial) {
   std::string text = std::string(first) + ", " + second;

@@ -72,6 +72,15 @@ ir::DType floating_compute(OpContext& context, ir::DType out) {
   return out;
 }
 
+std::vector<int64_t> per_dimension(OpContext& context, size_t index, size_t spatial, const char* what,
+                                   const std::vector<int64_t>& fallback) {
+  std::vector<int64_t> values = context.arg(index).list;
+  if (values.empty() && !fallback.empty()) return fallback;
+  if (values.size() == 1) values.assign(spatial, values[0]);
+  if (values.size() != spatial) context.refuse(std::string(what) + " of another length than the spatial rank");
+  return values;
+}
+
 Tensor converted_operand(OpContext& context, size_t index, ir::DType compute,
                          const std::vector<int64_t>& shape) {
   FunctionBuilder& builder = context.builder();

@@ -21,15 +21,6 @@ namespace {
 
 using ir::DType;
 
-std::vector<int64_t> per_dimension(OpContext& context, size_t index, size_t spatial, const char* what,
-                                   const std::vector<int64_t>& fallback) {
-  std::vector<int64_t> values = context.arg(index).list;
-  if (values.empty()) return fallback;
-  if (values.size() == 1) values.assign(spatial, values[0]);
-  if (values.size() != spatial) context.refuse(std::string(what) + " of another length than the spatial rank");
-  return values;
-}
-
 struct Pooling {
   size_t spatial = 2, lead = 0;
   std::vector<int64_t> kernel, stride, padding, dilation;

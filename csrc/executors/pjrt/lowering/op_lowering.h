@@ -113,6 +113,11 @@ Tensor reduce_keepdim(FunctionBuilder& builder, const Tensor& x, int64_t dim,
 // A dimension argument (negative counts from the end) as an index into `rank` dimensions;
 // refuses one out of range.
 int64_t normalized_dim(OpContext& context, int64_t dim, size_t rank);
+// Shared by convolution and pooling: int list argument `index` with one value per spatial
+// dimension (a single value repeats; an empty list is `fallback` when one is given). Refuses
+// another length, naming the argument `what`.
+std::vector<int64_t> per_dimension(OpContext& context, size_t index, size_t spatial, const char* what,
+                                   const std::vector<int64_t>& fallback = {});
 
 // Families (registry.cpp maps schema names to these).
 std::vector<Tensor> lower_add(OpContext& context);        // add.Tensor/.Scalar/.out/_.Tensor
@@ -207,7 +212,9 @@ std::vector<Tensor> lower_clamp_min(OpContext& context);
 std::vector<Tensor> lower_clamp_max(OpContext& context);
 std::vector<Tensor> lower_clamp_min_tensor(OpContext& context);
 std::vector<Tensor> lower_clamp_max_tensor(OpContext& context);
-// activation.cpp
+// activation.cpp; gelu_is_tanh_form (shared with gelu_backward) reads gelu's `approximate`
+// argument `index`: "tanh" true, "none" or absent false, others refused.
+bool gelu_is_tanh_form(OpContext& context, size_t index);
 std::vector<Tensor> lower_leaky_relu(OpContext& context);
 std::vector<Tensor> lower_elu(OpContext& context);
 std::vector<Tensor> lower_gelu(OpContext& context);

@@ -17,13 +17,6 @@ namespace {
 
 using ir::DType;
 
-std::vector<int64_t> per_dimension(OpContext& context, size_t index, size_t spatial, const char* what) {
-  std::vector<int64_t> values = context.arg(index).list;
-  if (values.size() == 1) values.assign(spatial, values[0]);
-  if (values.size() != spatial) context.refuse(std::string(what) + " of another length than the spatial rank");
-  return values;
-}
-
 // A 1-D constant of `values` in `dtype` (small integers, exact in every floating dtype).
 Tensor vector_constant(FunctionBuilder& builder, const std::vector<int64_t>& values, DType dtype) {
   std::string literal = "[";
