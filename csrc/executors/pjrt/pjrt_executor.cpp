@@ -251,8 +251,12 @@ std::shared_ptr<const Executable> PjrtExecutor::compile(const ir::Program& progr
   }
   executable->compile_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  // The record keeps the program's text and run count, not the executable: a loaded executable
+  // holds JIT memory mappings (about six on the CPU plugin), and the engine's executable cache
+  // is what bounds how many stay loaded.
   std::lock_guard<std::mutex> lock(compiled_mutex_);
-  compiled_.push_back(executable);
+  compiled_.push_back({executable->op_name, executable->lowered.mlir, executable->runs,
+                       executable->compile_seconds});
   return executable;
 }
 
@@ -267,7 +271,7 @@ Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable
     throw std::invalid_argument("PjrtExecutor::prepare_run: not a PJRT executable");
   }
   const lowering::LoweredProgram& lowered = compiled->lowered;
-  compiled->runs.fetch_add(1, std::memory_order_relaxed);
+  compiled->runs->fetch_add(1, std::memory_order_relaxed);
   if (bindings.storages.size() != compiled->storage_bytes.size() ||
       bindings.scalars.size() != lowered.scalar_kinds.size()) {
     throw std::invalid_argument(
@@ -448,9 +452,8 @@ PjrtExecutor::Located PjrtExecutor::locate(runtime::DeviceAddress address) const
 std::vector<PjrtExecutor::CompiledProgram> PjrtExecutor::compiled_programs() const {
   std::lock_guard<std::mutex> lock(compiled_mutex_);
   std::vector<CompiledProgram> programs;
-  for (const auto& executable : compiled_) {
-    programs.push_back({executable->op_name, executable->lowered.mlir, executable->runs.load(),
-                        executable->compile_seconds});
+  for (const ProgramRecord& record : compiled_) {
+    programs.push_back({record.name, record.mlir, record.runs->load(), record.compile_seconds});
   }
   return programs;
 }

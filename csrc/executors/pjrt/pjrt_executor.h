@@ -32,7 +32,8 @@ struct PjrtExecutable final : Executable {
   std::vector<bool> storage_on_host;   // per program storage: host memory, bound by address
   const char* op_name = nullptr;       // interned: the op, or a list of a program's ops
   double compile_seconds = 0.0;        // compiling it (or loading it from the disk cache)
-  mutable std::atomic<int64_t> runs{0};  // prepare_run calls
+  // prepare_run calls; shared with the executor's record of the program, which outlives it.
+  std::shared_ptr<std::atomic<int64_t>> runs = std::make_shared<std::atomic<int64_t>>(0);
 };
 
 class PjrtExecutor final : public Executor {
@@ -134,8 +135,14 @@ class PjrtExecutor final : public Executor {
   std::map<runtime::DeviceAddress, std::shared_ptr<Slot>> slots_;  // by first address
   runtime::DeviceAddress next_address_;
   runtime::MemoryStats stats_;
+  struct ProgramRecord {
+    const char* name;
+    std::string mlir;
+    std::shared_ptr<std::atomic<int64_t>> runs;
+    double compile_seconds;
+  };
   mutable std::mutex compiled_mutex_;
-  std::vector<std::shared_ptr<const PjrtExecutable>> compiled_;
+  std::vector<ProgramRecord> compiled_;
 };
 
 }  // namespace torch_tpu::executors::pjrt
