@@ -113,14 +113,15 @@ const std::vector<double> kActX = pattern({2, 6}, 1, 1.5);
 }  // namespace
 
 TEST_F(NnBackwardLoweringTest, LayerNormBackwardGivesInputWeightAndBiasGradients) {
+  // float64: float32 weight and bias gradients take the host kernel (XLA's summation order).
   const auto results = run_op(
       "aten::native_layer_norm_backward",
-      {{DType::kFloat32, {2, 3, 4}, 5}, {DType::kFloat32, {2, 3, 4}, 0}, {DType::kFloat32, {2, 3, 1}, 0, kLnMean},
-       {DType::kFloat32, {2, 3, 1}, 0, kLnRstd}, {DType::kFloat32, {4}, 1}, {DType::kFloat32, {4}, 2}},
+      {{DType::kFloat64, {2, 3, 4}, 5}, {DType::kFloat64, {2, 3, 4}, 0}, {DType::kFloat64, {2, 3, 1}, 0, kLnMean},
+       {DType::kFloat64, {2, 3, 1}, 0, kLnRstd}, {DType::kFloat64, {4}, 1}, {DType::kFloat64, {4}, 2}},
       [](const std::vector<Argument>& t) {
         return std::vector<Argument>{t[0], t[1], ints({4}), t[2], t[3], t[4], t[5], mask({1, 1, 1})};
       },
-      {f32({2, 3, 4}), f32({4}), f32({4})});
+      {row_major(DType::kFloat64, {2, 3, 4}), row_major(DType::kFloat64, {4}), row_major(DType::kFloat64, {4})});
   expect_near(results[0], kLnGradInput, 1e-5, "grad_input");
   expect_near(results[1], kLnGradWeight, 1e-5, "grad_weight");
   expect_near(results[2], kLnGradBias, 1e-6, "grad_bias");

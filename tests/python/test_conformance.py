@@ -32,9 +32,9 @@ def test_opinfo_fast_tier_has_no_regressions(mode):
 
 def test_opinfo_fast_tier_on_the_pjrt_runtime_has_no_regressions():
     # Strict, held to the PJRT runtime's own committed report (conformance/reports/
-    # opinfo_pjrt.json). Fused mode on PJRT is not held to it yet: XLA keeps bfloat16
-    # intermediates of a fused program in float32 (its default excess precision), so
-    # nn.functional.cosine_similarity in bfloat16 falls outside OpInfo's tolerance there.
+    # opinfo_pjrt.json). Fused mode on PJRT is not held to it yet: its fast tier has not been
+    # checked since compiled programs turned XLA's excess precision off (with it on,
+    # nn.functional.cosine_similarity in bfloat16 fell outside OpInfo's tolerance).
     result = run_check("conformance.opinfo", "strict", runtime="pjrt")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 regressions" in result.stdout

@@ -241,28 +241,26 @@ std::vector<Tensor> lower_remainder(OpContext& context) {
   return {builder.convert(python_remainder(builder, a, b), out.dtype)};
 }
 
-// div with rounding_mode: "trunc" truncates the true quotient, "floor" is ATen's floor division;
-// an absent mode is true division. Integral division truncates (StableHLO's divide) or floors.
-std::vector<Tensor> lower_div_mode(OpContext& context) {
-  const ir::Argument& mode = context.arg(2);
-  if (mode.kind == ir::Argument::Kind::kNone) return lower_div(context);
-  if (mode.kind != ir::Argument::Kind::kString || (mode.text != "trunc" && mode.text != "floor")) {
-    context.refuse("rounding_mode '" + mode.text + "'");
-  }
-  if (!is_floating(context.return_type(0).dtype)) {
-    const auto [a, b] = integral_division_operands(context);
-    if (mode.text == "trunc") return {context.builder().binary("stablehlo.divide", a, b)};
-    return {integral_floor_divide(context.builder(), a, b)};
-  }
-  const ir::TensorType& out = context.return_type(0);
-  const DType compute = floating_compute_of_output(context);
+namespace {
+
+// Division rounded toward zero ("trunc") or down ("floor"): integral division truncates
+// (StableHLO's divide) or floors, as ATen's; floating "floor" is ATen's floor division and
+// "trunc" truncates the quotient rounded to the output's dtype (ATen's trunc(bf16(a / b))).
+std::vector<Tensor> rounded_division(OpContext& context, bool floor) {
   FunctionBuilder& builder = context.builder();
+  const ir::TensorType& out = context.return_type(0);
+  if (!is_floating(out.dtype)) {
+    const auto [a, b] = integral_division_operands(context);
+    return {floor ? integral_floor_divide(builder, a, b) : builder.binary("stablehlo.divide", a, b)};
+  }
+  const DType compute = floating_compute_of_output(context);
   const Tensor a = elementwise_operand(context, 0, out, compute);
   const Tensor b = elementwise_operand(context, 1, out, compute);
-  if (mode.text == "floor") return {builder.convert(floor_divide(builder, a, b), out.dtype)};
-  // ATen rounds the quotient to the output's dtype before truncating it (trunc(bf16(a / b))).
+  if (floor) return {builder.convert(floor_divide(builder, a, b), out.dtype)};
   return {truncated(builder, builder.convert(builder.binary("stablehlo.divide", a, b), out.dtype))};
 }
+
+}  // namespace
 
 // ATen's integral power (powi): exact repeated squaring, which wraps as any product order does,
 // and for a negative exponent 1 for base 1, +-1 for base -1, 0 otherwise.
@@ -280,19 +278,17 @@ Tensor integral_power(FunctionBuilder& builder, const Tensor& base, const Tensor
   return builder.select(negative_exponent, reciprocal, power);
 }
 
-// floor_divide(self, other): div with rounding_mode="floor".
-std::vector<Tensor> lower_floor_divide(OpContext& context) {
-  const ir::TensorType& out = context.return_type(0);
-  if (!is_floating(out.dtype)) {
-    const auto [a, b] = integral_division_operands(context);
-    return {integral_floor_divide(context.builder(), a, b)};
+// div with rounding_mode (an absent mode is true division) and floor_divide.
+std::vector<Tensor> lower_div_mode(OpContext& context) {
+  const ir::Argument& mode = context.arg(2);
+  if (mode.kind == ir::Argument::Kind::kNone) return lower_div(context);
+  if (mode.kind != ir::Argument::Kind::kString || (mode.text != "trunc" && mode.text != "floor")) {
+    context.refuse("rounding_mode '" + mode.text + "'");
   }
-  const DType compute = floating_compute_of_output(context);
-  FunctionBuilder& builder = context.builder();
-  const Tensor a = elementwise_operand(context, 0, out, compute);
-  const Tensor b = elementwise_operand(context, 1, out, compute);
-  return {builder.convert(floor_divide(builder, a, b), out.dtype)};
+  return rounded_division(context, mode.text == "floor");
 }
+
+std::vector<Tensor> lower_floor_divide(OpContext& context) { return rounded_division(context, /*floor=*/true); }
 
 // pow.Tensor_Tensor, pow.Scalar (a Scalar base) and pow.Tensor_Scalar: floating outputs compute
 // in f32 for half precision; integral ones as ATen's powi (PyTorch refuses a negative Scalar
