@@ -230,6 +230,40 @@ print(json.dumps({{"shape": list((x.neg()).cpu().shape), "sum": y.cpu().tolist()
     assert result == {"shape": [0, 3], "sum": [0.0, 0.0, 0.0], "cat": [1.0, 1.0]}
 
 
+def test_empty_outputs_and_promoting_out_variants_lower_natively():
+    # Ops whose outputs have no elements compute nothing; out= and in-place variants compute in
+    # their inputs' promoted dtype and cast to the output's (at::result_type), as ATen does.
+    result = run_json("""
+import torch.nn.functional as F
+torch.manual_seed(0)
+i = torch.arange(-5, 15).reshape(4, 5)
+f, g = torch.randn(4, 5), torch.randn(4, 5)
+cases = {
+    "layer_norm_empty": lambda d: F.layer_norm(torch.empty(0, 3, device=d), (3,)),
+    "group_norm_empty": lambda d: F.group_norm(torch.empty(0, 4, 2, device=d), 2),
+    "adaptive_pool_empty": lambda d: F.adaptive_avg_pool2d(torch.empty(0, 2, 6, 6, device=d), 3),
+    "avg_pool_empty": lambda d: F.avg_pool1d(torch.empty(0, 3, 9, device=d), 3),
+    "deg2rad_int": lambda d: torch.deg2rad(i.to(d)),
+    "mul_out_f64": lambda d: torch.mul(i.to(d), 2.5, out=torch.empty(4, 5, dtype=torch.float64, device=d)),
+    "div_out_int": lambda d: torch.div(i.to(d), (i + 100).to(d), out=torch.empty(4, 5, device=d)),
+    "add_inplace_bf16_f32": lambda d: f.bfloat16().to(d).add_(g.to(d)),
+    "sub_inplace_alpha": lambda d: f.bfloat16().to(d).sub_(g.to(d), alpha=2),
+    "add_out_uint8_int8": lambda d: torch.add(i.to(torch.uint8).to(d), i.to(torch.int8).to(d),
+                                              out=torch.empty(4, 5, dtype=torch.int16, device=d)),
+    "add_bool": lambda d: torch.add((f > 0).to(d), (g > 0).to(d), alpha=True),
+    "arange_bool_scalars": lambda d: torch.arange(False, True, True, dtype=torch.int64, device=d),
+}
+equal = {}
+for name, case in cases.items():
+    want, got = case("cpu"), case("tpu").cpu()
+    equal[name] = want.dtype == got.dtype and want.shape == got.shape and torch.equal(want, got)
+m = torch_tpu.metrics()
+print(json.dumps({"equal": equal, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}))
+""")
+    assert all(result["equal"].values()), result["equal"]
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
 def test_views_and_in_place_writes_keep_cpu_aliasing():
     result = run_json("""
 a = torch.arange(24, dtype=torch.float32).reshape(4, 6)

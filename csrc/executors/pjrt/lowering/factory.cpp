@@ -20,7 +20,9 @@ std::vector<Tensor> lower_arange(OpContext& context) {
   }
   for (size_t index : {size_t{0}, size_t{2}}) {
     if (context.arg(index).kind != ir::Argument::Kind::kScalar) context.refuse("a start or step that is not a Scalar");
-    if (accumulate == ir::DType::kInt64 && context.arg(index).scalar.kind != ir::ScalarValue::Kind::kInt) {
+    // A bool Scalar is an integral 0 or 1; a floating one would be truncated by ATen first.
+    const ir::ScalarValue::Kind kind = context.arg(index).scalar.kind;
+    if (accumulate == ir::DType::kInt64 && kind != ir::ScalarValue::Kind::kInt && kind != ir::ScalarValue::Kind::kBool) {
       context.refuse("an integral arange with a non-integral start or step");
     }
   }

@@ -131,10 +131,17 @@ const ir::TensorType& OpContext::return_type(size_t index) const {
 bool OpContext::writes_an_argument() const {
   // In-place ("aten::add_.Tensor", "aten::neg_") and out= ("aten::add.out") schema names.
   const size_t dot = node_.op.find('.');
-  const std::string base = node_.op.substr(0, dot);
   const std::string overload = dot == std::string::npos ? "" : node_.op.substr(dot + 1);
-  return (!base.empty() && base.back() == '_') || overload == "out" ||
-         overload.ends_with("_out");
+  return in_place() || overload == "out" || overload.ends_with("_out");
+}
+
+bool OpContext::in_place() const {
+  const std::string base = node_.op.substr(0, node_.op.find('.'));
+  return !base.empty() && base.back() == '_';
+}
+
+bool OpContext::on_host(size_t index) const {
+  return program_.storages[static_cast<size_t>(value_storage(index))].on_host;
 }
 
 void OpContext::refuse(const std::string& what) const {
@@ -236,11 +243,14 @@ LoweredProgram lower_program(const ir::Program& program) {
   size_t writing_nodes = 0;
   for (size_t n = 0; n < program.nodes.size(); ++n) {
     const ir::Node& node = program.nodes[n];
-    bool writes = false;
-    for (const ir::StorageAccess& access : node.accesses) writes |= access.writes();
-    // A node that writes nothing (a view) changes no bytes: its returns are layouts that later
-    // reads go through.
-    if (!writes) continue;
+    bool writes_bytes = false;
+    for (const ir::StorageAccess& access : node.accesses) {
+      writes_bytes |= access.writes() && program.storages[static_cast<size_t>(access.storage)].bytes > 0;
+    }
+    // A node that writes nothing (a view) or only empty storages (every output has no
+    // elements) changes no bytes: its returns are layouts that later reads go through, and its
+    // lowering need not handle inputs with no elements.
+    if (!writes_bytes) continue;
     lowered.several_writing_nodes = writing_nodes++ > 0;
     const OpLowering lowering = find_lowering(node.op);
     if (lowering == nullptr) {

@@ -55,6 +55,10 @@ class OpContext {
   const ir::TensorType& return_type(size_t index) const;
   // True for an out= or in-place variant: its output's dtype is not derived from its inputs.
   bool writes_an_argument() const;
+  // True for an in-place variant ("aten::add_.Tensor", "aten::neg_"): self is input and output.
+  bool in_place() const;
+  // Whether tensor argument `index` lives in host memory (a wrapped Python number, a CPU tensor).
+  bool on_host(size_t index) const;
   // Throws executors::NotSupported "not supported yet: <op>: <what>".
   [[noreturn]] void refuse(const std::string& what) const;
   // The program fails when it runs, with "<op>: <message>", if `violated` (bool, any shape)
@@ -93,12 +97,16 @@ Tensor converted_operand(OpContext& context, size_t index, ir::DType compute,
                          const std::vector<int64_t>& shape);
 
 // Shared by the families (pointwise.cpp): tensor or Scalar argument `index` of an elementwise op
-// writing `out`, converted to `compute` and broadcast to out's sizes. An out= or in-place
-// variant's tensor input of another dtype than out's is refused unless it cannot change the
-// computation dtype (a 0-d operand of no higher category beside a dimensioned input of out's
-// dtype): PyTorch would compute such a variant in the inputs' promoted dtype.
+// writing `out`, converted to `compute` and broadcast to out's sizes. PyTorch computes an out=
+// or in-place variant in its inputs' promoted dtype and casts to out's: a variant whose promoted
+// dtype is neither out's nor `compute` is refused.
 Tensor elementwise_operand(OpContext& context, size_t index, const ir::TensorType& out,
                            ir::DType compute);
+// at::result_type of the node's tensor and Scalar inputs (an out= argument excluded).
+ir::DType promoted_dtype(OpContext& context);
+// The dtype an elementwise op computes in: its output's for a functional form, the promoted
+// dtype of its inputs for an out= or in-place variant.
+ir::DType elementwise_compute(OpContext& context);
 
 // Shared by the families (reduction.cpp): `x` reduced over `dims` (sorted, unique) with the
 // binary op `combine` ("stablehlo.add", "stablehlo.maximum") from `init` (a 0-d tensor of x's

@@ -2,6 +2,9 @@
 // functional op PyTorch's output dtype is the computation dtype, so this is its semantics).
 // out= and in-place variants compute in the inputs' promoted dtype and cast to the output's: we
 // lower those whose promoted dtype is the output's (see promotes_to_output) and refuse the rest.
+#include <algorithm>
+#include <optional>
+
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -24,36 +27,108 @@ int category(DType dtype) {
   }
 }
 
-// Whether an out= or in-place variant's input `index`, of another dtype than the output, still
-// promotes to the output's dtype: it is 0-d (a wrapped number, `x.add_(1)`) of no higher
-// category, and a dimensioned tensor input has the output's dtype. Dimensioned tensors decide
-// the result type within a category, so the computation dtype is the output's.
-bool promotes_to_output(OpContext& context, size_t index, DType out) {
-  if (!context.tensor_type(index).sizes.empty() ||
-      category(context.tensor_dtype(index)) > category(out)) {
-    return false;
+bool is_signed_integral(DType dtype) {
+  return dtype == DType::kInt8 || dtype == DType::kInt16 || dtype == DType::kInt32 ||
+         dtype == DType::kInt64;
+}
+
+// c10::promoteTypes for the real dtypes StableHLO lowers (bool, uint8, signed ints, floats).
+DType promote(DType a, DType b) {
+  if (a == b) return a;
+  if (a == DType::kBool) return b;
+  if (b == DType::kBool) return a;
+  const int ca = category(a), cb = category(b);
+  if (ca != cb) return ca > cb ? a : b;
+  const auto size = [](DType d) { return ir::element_size(d); };
+  if (ca == 2) {
+    if ((a == DType::kFloat16 && b == DType::kBFloat16) || (a == DType::kBFloat16 && b == DType::kFloat16)) {
+      return DType::kFloat32;
+    }
+    return size(a) >= size(b) ? a : b;
   }
-  for (size_t other = 0; other < context.node().args.size(); ++other) {
-    if (other == index || context.arg(other).kind != ir::Argument::Kind::kTensor) continue;
-    const ir::TensorType& type = context.tensor_type(other);
-    if (!type.sizes.empty() && type.dtype == out) return true;
+  // uint8 with a signed type: the signed type, widened to int16 for int8.
+  if (a == DType::kUInt8 || b == DType::kUInt8) {
+    const DType other = a == DType::kUInt8 ? b : a;
+    if (!is_signed_integral(other)) return DType::kInt64;  // unsigned types wider than 8 bits are refused upstream
+    return other == DType::kInt8 ? DType::kInt16 : other;
   }
-  return false;
+  return size(a) >= size(b) ? a : b;
+}
+
+// c10's combine_categories: a higher-priority class wins unless a lower one is of a higher
+// category (a float Scalar beside an int tensor makes a float result).
+std::optional<DType> combine(std::optional<DType> higher, std::optional<DType> lower) {
+  if (!higher) return lower;
+  if (!lower) return higher;
+  if (category(*higher) == 2) return higher;
+  if (*higher == DType::kBool || category(*lower) == 2) return promote(*higher, *lower);
+  return higher;
 }
 
 }  // namespace
+
+DType promoted_dtype(OpContext& context) {
+  // at::result_type's three priority classes: dimensioned tensors, 0-d tensors, and wrapped
+  // numbers (Scalars, and 0-d tensors in host memory, which the IR cannot tell from a user's
+  // 0-d CPU tensor; they differ only for a float64 one beside no floating tensor).
+  std::optional<DType> dimensioned, zero_dim, wrapped;
+  const auto add = [](std::optional<DType>& into, DType dtype) { into = into ? promote(*into, dtype) : dtype; };
+  const ir::Node& node = context.node();
+  std::vector<int64_t> out_values;
+  if (context.writes_an_argument() && !context.in_place()) {
+    for (const ir::Argument& ret : node.returns) {
+      if (ret.kind == ir::Argument::Kind::kTensor) out_values.push_back(ret.integer);
+    }
+  }
+  for (size_t i = 0; i < node.args.size(); ++i) {
+    const ir::Argument& arg = node.args[i];
+    if (arg.kind == ir::Argument::Kind::kScalar) {
+      switch (arg.scalar.kind) {
+        case ir::ScalarValue::Kind::kBool: add(wrapped, DType::kBool); break;
+        case ir::ScalarValue::Kind::kInt: add(wrapped, DType::kInt64); break;
+        default: add(wrapped, DType::kFloat32); break;  // the default dtype
+      }
+      continue;
+    }
+    if (arg.kind != ir::Argument::Kind::kTensor) continue;
+    // An out= argument is not an input.
+    if (std::find(out_values.begin(), out_values.end(), arg.integer) != out_values.end()) continue;
+    const ir::TensorType& type = context.tensor_type(i);
+    if (!type.sizes.empty()) {
+      add(dimensioned, type.dtype);
+    } else if (context.on_host(i)) {
+      add(wrapped, category(type.dtype) == 2 ? DType::kFloat32 : type.dtype);
+    } else {
+      add(zero_dim, type.dtype);
+    }
+  }
+  const std::optional<DType> result = combine(dimensioned, combine(zero_dim, wrapped));
+  return result ? *result : context.return_type(0).dtype;
+}
+
+DType elementwise_compute(OpContext& context) {
+  return context.writes_an_argument() ? promoted_dtype(context) : context.return_type(0).dtype;
+}
 
 Tensor elementwise_operand(OpContext& context, size_t index, const ir::TensorType& out,
                            DType compute) {
   FunctionBuilder& builder = context.builder();
   const ir::Argument& arg = context.arg(index);
+  // An out= or in-place variant computes in its inputs' promoted dtype and casts to the
+  // output's; a lowering computing in the output's dtype (or in f32 for a half-precision one)
+  // is right only when the two agree.
+  if (context.writes_an_argument()) {
+    const DType promoted = promoted_dtype(context);
+    // Ops that compute integral inputs in floating point (true division, sin) write a floating
+    // output from a floating computation.
+    const bool floated = category(promoted) < 2 && is_floating(compute) && is_floating(out.dtype);
+    if (promoted != out.dtype && promoted != compute && !floated) {
+      context.refuse("inputs promoted to " + ir::dtype_name(promoted) + " written to an output of dtype " +
+                     ir::dtype_name(out.dtype));
+    }
+  }
   Tensor value;
   if (arg.kind == ir::Argument::Kind::kTensor) {
-    if (context.writes_an_argument() && context.tensor_dtype(index) != out.dtype &&
-        !promotes_to_output(context, index, out.dtype)) {
-      context.refuse("an input of dtype " + ir::dtype_name(context.tensor_dtype(index)) +
-                     " written to an output of dtype " + ir::dtype_name(out.dtype));
-    }
     value = context.tensor(index);
   } else if (arg.kind == ir::Argument::Kind::kScalar) {
     value = context.scalar(index);
@@ -69,28 +144,43 @@ Tensor operand(OpContext& context, size_t index, const ir::TensorType& out) {
   return elementwise_operand(context, index, out, out.dtype);
 }
 
-// a + b * alpha (sub: a - b * alpha); alpha, when present, is a run-time Scalar.
+// An arithmetic op's operands in the dtype it computes in (elementwise_compute), its result
+// cast to the output's dtype.
+struct Arithmetic {
+  OpContext& context;
+  const ir::TensorType& out;
+  DType compute;
+
+  explicit Arithmetic(OpContext& c) : context(c), out(c.return_type(0)), compute(elementwise_compute(c)) {}
+  Tensor operand(size_t index) const { return elementwise_operand(context, index, out, compute); }
+  std::vector<Tensor> result(const Tensor& value) const { return {context.builder().convert(value, out.dtype)}; }
+};
+
+// a + b * alpha (sub: a - b * alpha); alpha, when present, is a run-time Scalar. For bool, add
+// is ATen's a || (b && alpha).
 std::vector<Tensor> add_or_sub(OpContext& context, const char* op) {
-  const ir::TensorType& out = context.return_type(0);
-  if (out.dtype == DType::kBool) context.refuse("bool arithmetic");
+  const Arithmetic arithmetic(context);
+  const bool is_add = std::string(op) == "stablehlo.add";
+  if (arithmetic.compute == DType::kBool && !is_add) context.refuse("bool subtraction (ATen raises)");
   FunctionBuilder& builder = context.builder();
-  const Tensor a = operand(context, 0, out);
-  Tensor b = operand(context, 1, out);
+  const Tensor a = arithmetic.operand(0);
+  Tensor b = arithmetic.operand(1);
   const ir::Argument* alpha = context.node().args.size() > 2 ? &context.arg(2) : nullptr;
+  const bool is_bool = arithmetic.compute == DType::kBool;
   if (alpha != nullptr && alpha->kind == ir::Argument::Kind::kScalar) {
-    b = builder.binary("stablehlo.multiply", b, operand(context, 2, out));
+    b = builder.binary(is_bool ? "stablehlo.and" : "stablehlo.multiply", b, arithmetic.operand(2));
   }
-  return {builder.binary(op, a, b)};
+  return arithmetic.result(builder.binary(is_bool ? "stablehlo.or" : op, a, b));
 }
 
 std::vector<Tensor> binary(OpContext& context, const char* op) {
-  const ir::TensorType& out = context.return_type(0);
-  return {context.builder().binary(op, operand(context, 0, out), operand(context, 1, out))};
+  const Arithmetic arithmetic(context);
+  return arithmetic.result(context.builder().binary(op, arithmetic.operand(0), arithmetic.operand(1)));
 }
 
 std::vector<Tensor> unary(OpContext& context, const char* op) {
-  const ir::TensorType& out = context.return_type(0);
-  return {context.builder().unary(op, operand(context, 0, out))};
+  const Arithmetic arithmetic(context);
+  return arithmetic.result(context.builder().unary(op, arithmetic.operand(0)));
 }
 
 }  // namespace
@@ -100,13 +190,14 @@ std::vector<Tensor> lower_sub(OpContext& context) { return add_or_sub(context, "
 std::vector<Tensor> lower_mul(OpContext& context) { return binary(context, "stablehlo.multiply"); }
 
 std::vector<Tensor> lower_div(OpContext& context) {
-  // True division: PyTorch's output is floating, so converting first is exact.
-  const DType out = context.return_type(0).dtype;
-  if (out != DType::kFloat16 && out != DType::kBFloat16 && out != DType::kFloat32 &&
-      out != DType::kFloat64) {
-    context.refuse("a non-floating output (true division returns a floating dtype)");
-  }
-  return binary(context, "stablehlo.divide");
+  // True division: PyTorch's output is floating; integral inputs are divided in the default
+  // floating dtype.
+  const ir::TensorType& out = context.return_type(0);
+  if (!is_floating(out.dtype)) context.refuse("a non-floating output (true division returns a floating dtype)");
+  Arithmetic arithmetic(context);
+  if (!is_floating(arithmetic.compute)) arithmetic.compute = DType::kFloat32;
+  return arithmetic.result(
+      context.builder().binary("stablehlo.divide", arithmetic.operand(0), arithmetic.operand(1)));
 }
 
 std::vector<Tensor> lower_neg(OpContext& context) {
