@@ -23,8 +23,13 @@ def sweep_arguments(description: str, items_flag: str, items_help: str,
     parser.add_argument("--timeout", type=float, default=timeout, help="seconds per item")
     parser.add_argument("--check", action="store_true",
                         help="compare with the committed report; exit 1 on regressions")
+    parser.add_argument("--merge", action="store_true",
+                        help=f"with {items_flag}: replace those items' records in the committed "
+                        "report (listed in its meta as re-run) instead of writing a partial one")
     args = parser.parse_args()
     args.items = args.items.split(",") if args.items else None
+    if args.merge and (args.items is None or args.check):
+        parser.error(f"--merge needs {items_flag} and excludes --check")
     return args
 
 

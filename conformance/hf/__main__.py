@@ -27,6 +27,8 @@ TARGET = 0.90
 
 def main():
     args = sweep_arguments(__doc__.split("\n")[0], "--models", "model types", timeout=240)
+    if args.merge:
+        sys.exit("--merge is for the OpInfo sweep; re-run the Hugging Face sweep whole")
 
     import transformers
     from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES

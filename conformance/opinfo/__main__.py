@@ -1,12 +1,13 @@
 """Runs the OpInfo sweep and writes conformance/reports/opinfo.{md,json}.
 
     python -m conformance.opinfo [--mode strict|debug|fused] [--runtime host|pjrt] [--tier full|fast]
-                                [--ops a,b]
+                                [--ops a,b [--merge]]
 
 Ops run in child processes (conformance/isolated.py) so that a crash or a hang is recorded
 against the op that caused it and the sweep goes on in a fresh child. `--check`
 compares against the committed report instead of rewriting it, failing on any (op, dtype)
-that passed there and does not now (the CI tier).
+that passed there and does not now (the CI tier). `--ops ... --merge` re-runs those ops and
+replaces their records in the committed report (its meta lists them as re-run).
 """
 
 from __future__ import annotations
@@ -64,6 +65,10 @@ def main():
     out_dir = report_dir(args, "opinfo")
     meta = {"mode": args.mode, "runtime": args.runtime, "torch": torch.__version__, "ops": len(op_ids),
             "seconds": time.monotonic() - started, "python": platform.python_version()}
+    if args.merge:
+        out_dir = REPORTS
+        records, meta = merged_into_committed(records, op_ids, os.path.join(REPORTS, f"{name}.json"),
+                                              time.monotonic() - started)
     summary = write(records, meta, os.path.join(out_dir, f"{name}.json"),
                     os.path.join(out_dir, f"{name}.md"))
     print(f"report: {os.path.join(out_dir, name)}.md")
@@ -71,6 +76,24 @@ def main():
         print(f"{key}: {percent(summary[key])}")
     print(f"pairs using a CPU fallback: {summary['pairs_using_fallback']}, "
           f"crashes: {summary['crashes']}")
+
+
+def merged_into_committed(records: list[dict], op_ids: list[str], committed_path: str,
+                          seconds: float) -> tuple[list[dict], dict]:
+    """The committed report's records with those of `op_ids` replaced by this run's; its meta
+    lists every op re-run since the full sweep (rerun_ops) and their seconds."""
+    with open(committed_path) as f:
+        committed = json.load(f)
+    rerun = set(op_ids)
+    kept = [r for r in committed["results"] if r["op"] not in rerun]
+    meta = dict(committed["meta"])
+    meta["rerun_ops"] = sorted(set(meta.get("rerun_ops", [])) | rerun)
+    meta["rerun_seconds"] = meta.get("rerun_seconds", 0.0) + seconds
+    meta["rerun_note"] = ("records of rerun_ops come from later partial runs "
+                          "(python -m conformance.opinfo --ops ... --merge) over the full sweep's")
+    order = {op: i for i, op in enumerate(dict.fromkeys(r["op"] for r in committed["results"]))}
+    merged = sorted(kept + records, key=lambda r: order.get(r["op"], len(order)))
+    return merged, meta
 
 
 def check_against(records: list[dict], committed_path: str) -> int:

@@ -252,6 +252,7 @@ cases = {
                                               out=torch.empty(4, 5, dtype=torch.int16, device=d)),
     "add_bool": lambda d: torch.add((f > 0).to(d), (g > 0).to(d), alpha=True),
     "arange_bool_scalars": lambda d: torch.arange(False, True, True, dtype=torch.int64, device=d),
+    "arange_int_float_scalars": lambda d: torch.arange(0.7, 5.5, 1.3, dtype=torch.int32, device=d),
 }
 equal = {}
 for name, case in cases.items():

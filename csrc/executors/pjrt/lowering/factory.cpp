@@ -6,7 +6,8 @@ namespace torch_tpu::executors::pjrt::lowering {
 
 // arange.start_out(start, end, step, out): out[i] = start + step * i, computed as ATen's CPU
 // kernel does in the accumulation type (f64 for f32/f64, f32 for half precision, i64 for
-// integers) and cast once. The length is out's, which PyTorch sized from the Scalars.
+// integers: a floating start or step is truncated first, as Scalar::to<int64_t> does) and cast
+// once. The length is out's, which PyTorch sized from the Scalars.
 std::vector<Tensor> lower_arange(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   if (out.sizes.size() != 1) context.refuse("an output that is not 1-d");
@@ -20,11 +21,6 @@ std::vector<Tensor> lower_arange(OpContext& context) {
   }
   for (size_t index : {size_t{0}, size_t{2}}) {
     if (context.arg(index).kind != ir::Argument::Kind::kScalar) context.refuse("a start or step that is not a Scalar");
-    // A bool Scalar is an integral 0 or 1; a floating one would be truncated by ATen first.
-    const ir::ScalarValue::Kind kind = context.arg(index).scalar.kind;
-    if (accumulate == ir::DType::kInt64 && kind != ir::ScalarValue::Kind::kInt && kind != ir::ScalarValue::Kind::kBool) {
-      context.refuse("an integral arange with a non-integral start or step");
-    }
   }
   FunctionBuilder& builder = context.builder();
   const Tensor index = builder.convert(builder.op("stablehlo.iota", {}, ir::DType::kInt64, out.sizes,
