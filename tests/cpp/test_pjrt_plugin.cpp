@@ -40,15 +40,16 @@ fs::path temp_dir(const char* name) {
 
 }  // namespace
 
-TEST(PjrtCompileOptions, ReplicasPartitionsAndNoExcessPrecisionAreTheBytesThePluginsAccept) {
-  // env_option_overrides (field 7) entry { key (1): "xla_allow_excess_precision",
-  // value (2): OptionOverrideProto { bool_field (2): false } }.
-  const std::string no_excess_precision =
-      std::string("\x3a\x20\x0a\x1a", 4) + "xla_allow_excess_precision" + std::string("\x12\x02\x10\x00", 4);
-  EXPECT_EQ(compile_options_bytes(), std::string("\x1a\x04\x20\x01\x28\x01", 6) + no_excess_precision);
+TEST(PjrtCompileOptions, ReplicasPartitionsAndDebugOverridesAreTheBytesThePluginsAccept) {
+  // env_option_overrides (field 7) entries { key (1): "xla_allow_excess_precision",
+  // value (2): OptionOverrideProto { bool_field (2): false } }, then the same for
+  // "xla_cpu_enable_fast_min_max".
+  const std::string overrides =
+      std::string("\x3a\x20\x0a\x1a", 4) + "xla_allow_excess_precision" + std::string("\x12\x02\x10\x00", 4) +
+      std::string("\x3a\x21\x0a\x1b", 4) + "xla_cpu_enable_fast_min_max" + std::string("\x12\x02\x10\x00", 4);
+  EXPECT_EQ(compile_options_bytes(), std::string("\x1a\x04\x20\x01\x28\x01", 6) + overrides);
   // 300 needs a two-byte varint: 0xac 0x02.
-  EXPECT_EQ(compile_options_bytes(300, 2),
-            std::string("\x1a\x05\x20\xac\x02\x28\x02", 7) + no_excess_precision);
+  EXPECT_EQ(compile_options_bytes(300, 2), std::string("\x1a\x05\x20\xac\x02\x28\x02", 7) + overrides);
   EXPECT_THROW(compile_options_bytes(0, 1), std::invalid_argument);
 }
 

@@ -64,6 +64,9 @@ std::string compile_options_bytes(int num_replicas, int num_partitions) {
   // roundings between its ops; eager PyTorch rounds each op's result, and a fused program must
   // compute what its ops would one by one.
   put_bool_override(options, "xla_allow_excess_precision", false);
+  // StableHLO's maximum and minimum propagate NaN, as torch.maximum does; XLA's CPU compiler
+  // drops it unless its fast min/max is off (TPU and GPU compilers keep it either way).
+  put_bool_override(options, "xla_cpu_enable_fast_min_max", false);
   return options;
 }
 

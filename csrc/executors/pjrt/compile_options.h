@@ -9,7 +9,8 @@ namespace torch_tpu::executors::pjrt {
 
 // CompileOptionsProto { executable_build_options (field 3) { num_replicas (field 4),
 // num_partitions (field 5) }, env_option_overrides (field 7) { "xla_allow_excess_precision":
-// false } }, replicas and partitions >= 1. Throws std::invalid_argument otherwise.
+// false, "xla_cpu_enable_fast_min_max": false } }, replicas and partitions >= 1. Throws
+// std::invalid_argument otherwise.
 std::string compile_options_bytes(int num_replicas = 1, int num_partitions = 1);
 
 }  // namespace torch_tpu::executors::pjrt

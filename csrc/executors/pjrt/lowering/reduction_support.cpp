@@ -85,10 +85,7 @@ Tensor highest_value(FunctionBuilder& builder, DType dtype) {
 Tensor nan_mask(FunctionBuilder& builder, const Tensor& x) { return builder.compare(x, x, "NE"); }
 
 Tensor nan_propagating(FunctionBuilder& builder, const std::string& op, const Tensor& a, const Tensor& b) {
-  Tensor result = builder.binary(op, a, b);
-  if (!is_floating(result.dtype)) return result;
-  result = builder.select(nan_mask(builder, b), b, result);
-  return builder.select(nan_mask(builder, a), a, result);
+  return builder.binary(op, a, b);
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering
