@@ -265,6 +265,28 @@ print(json.dumps({"equal": equal, "fallbacks": m["fallbacks"], "reasons": m["fal
     assert result["fallbacks"] == {}, result["reasons"]
 
 
+def test_maximum_minimum_and_clamps_propagate_nan_as_cpu():
+    # The compile options hold XLA's CPU compiler to StableHLO's NaN-propagating maximum.
+    result = run_json("""
+nan = float("nan")
+a = torch.tensor([1.0, nan, 3.0, -nan, 0.0, nan]); b = torch.tensor([nan, 2.0, 1.0, 5.0, 0.5, nan])
+cases = {
+    "maximum": lambda x, y: torch.maximum(x, y), "minimum": lambda x, y: torch.minimum(x, y),
+    "relu": lambda x, y: torch.relu(x), "clamp_tensor": lambda x, y: torch.clamp(x, min=y),
+    "clamp_scalar": lambda x, y: torch.clamp(x, 0.5, 2.0), "amax": lambda x, y: torch.stack([x, y]).amax(0),
+    "max": lambda x, y: x.max(), "max_dim": lambda x, y: torch.stack([x, y]).max(0).values,
+    "maximum_bf16": lambda x, y: torch.maximum(x.bfloat16(), y.bfloat16()),
+}
+same = {}
+for name, f in cases.items():
+    want, got = f(a, b), f(a.to("tpu"), b.to("tpu")).cpu()
+    same[name] = torch.equal(want.isnan(), got.isnan()) and torch.equal(want.nan_to_num(), got.nan_to_num())
+print(json.dumps({"same": same, "fallbacks": torch_tpu.metrics()["fallbacks"]}))
+""")
+    assert all(result["same"].values()), result["same"]
+    assert result["fallbacks"] == {}
+
+
 def test_views_and_in_place_writes_keep_cpu_aliasing():
     result = run_json("""
 a = torch.arange(24, dtype=torch.float32).reshape(4, 6)
