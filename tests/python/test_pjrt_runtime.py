@@ -287,6 +287,41 @@ print(json.dumps({"same": same, "fallbacks": torch_tpu.metrics()["fallbacks"]}))
     assert result["fallbacks"] == {}
 
 
+def test_nll_loss_and_cross_entropy_lower_natively_forward_and_backward():
+    result = run_json("""
+import torch.nn.functional as F
+torch.manual_seed(0)
+worst, cases = 0.0, 0
+for shape, tshape in [((5, 7), (5,)), ((7,), ()), ((2, 4, 3, 3), (2, 3, 3))]:
+    classes = shape[1] if len(shape) > 1 else shape[0]
+    for reduction in ("none", "mean", "sum"):
+        for weight in (None, torch.rand(classes)):
+            x = torch.randn(shape, requires_grad=True)
+            t = torch.randint(0, classes, tshape)
+            if tshape:
+                t.view(-1)[0] = 1  # an ignored row
+            xt = x.detach().to("tpu").requires_grad_(True)
+            kw = dict(reduction=reduction, ignore_index=1)
+            y = F.cross_entropy(x, t, weight=weight, **kw)
+            yt = F.cross_entropy(xt, t.to("tpu"), weight=None if weight is None else weight.to("tpu"), **kw)
+            g = torch.randn(y.shape)
+            y.backward(g); yt.backward(g.to("tpu"))
+            worst = max(worst, float((yt.detach().cpu() - y.detach()).abs().max()),
+                        float((xt.grad.cpu() - x.grad).abs().max()))
+            cases += 1
+fallbacks = dict(torch_tpu.metrics()["fallbacks"])
+try:
+    F.nll_loss(torch.zeros(3, 4, device="tpu"), torch.tensor([0, 9, 1], device="tpu")).item()
+    error = None
+except RuntimeError as e:
+    error = str(e)
+print(json.dumps({"worst": worst, "cases": cases, "fallbacks": fallbacks, "error": error}))
+""")
+    assert result["cases"] == 18 and result["worst"] < 1e-5, result
+    assert result["fallbacks"] == {}, result["fallbacks"]
+    assert "aten::nll_loss_forward" in result["error"] and "out of bounds" in result["error"]
+
+
 def test_views_and_in_place_writes_keep_cpu_aliasing():
     result = run_json("""
 a = torch.arange(24, dtype=torch.float32).reshape(4, 6)

@@ -166,6 +166,9 @@ std::vector<Tensor> lower_log_softmax_backward(OpContext& context);
 std::vector<Tensor> lower_softmax(OpContext& context);      // _softmax (+ .out)
 std::vector<Tensor> lower_softmax_backward(OpContext& context);
 std::vector<Tensor> lower_mse_loss_backward(OpContext& context);
+// nll_loss.cpp
+std::vector<Tensor> lower_nll_loss_forward(OpContext& context);   // nll_loss_forward, nll_loss2d_forward (+.output)
+std::vector<Tensor> lower_nll_loss_backward(OpContext& context);  // nll_loss_backward, nll_loss2d_backward (+.grad_input)
 std::vector<Tensor> lower_sum_dims(OpContext& context);   // sum.dim_IntList, sum.IntList_out
 std::vector<Tensor> lower_sum(OpContext& context);        // sum (all elements)
 std::vector<Tensor> lower_mean_dims(OpContext& context);  // mean.dim, mean.out

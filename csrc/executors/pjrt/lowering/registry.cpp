@@ -173,6 +173,10 @@ const std::unordered_map<std::string, OpLowering>& table() {
         // loss.cpp
         {lower_mse_loss, with_out("mse_loss")},
         {lower_mse_loss_backward, with_out("mse_loss_backward", "grad_input")},
+        // nll_loss.cpp
+        {lower_nll_loss_forward, joined(with_out("nll_loss_forward", "output"), with_out("nll_loss2d_forward", "output"))},
+        {lower_nll_loss_backward,
+         joined(with_out("nll_loss_backward", "grad_input"), with_out("nll_loss2d_backward", "grad_input"))},
         // reduction.cpp
         {lower_sum_dims, {"aten::sum.dim_IntList", "aten::sum.IntList_out"}},
         {lower_sum, {"aten::sum"}},
