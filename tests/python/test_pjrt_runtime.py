@@ -253,6 +253,13 @@ cases = {
     "add_bool": lambda d: torch.add((f > 0).to(d), (g > 0).to(d), alpha=True),
     "arange_bool_scalars": lambda d: torch.arange(False, True, True, dtype=torch.int64, device=d),
     "arange_int_float_scalars": lambda d: torch.arange(0.7, 5.5, 1.3, dtype=torch.int32, device=d),
+    "gt_f32_f64": lambda d: f.to(d) > g.double().to(d),
+    "lt_int_f32": lambda d: i.to(d) < g.to(d),
+    "eq_int_float_scalar": lambda d: i.to(d) == 1.0,
+    "where_out_f64": lambda d: torch.where(f.to(d) > 0, f.to(d), g.double().to(d),
+                                           out=torch.empty(4, 5, dtype=torch.float64, device=d)),
+    "isneginf": lambda d: torch.isneginf(torch.log(f.abs().round()).to(d)),
+    "isposinf": lambda d: torch.isposinf((1 / f.round()).to(d)),
 }
 equal = {}
 for name, case in cases.items():

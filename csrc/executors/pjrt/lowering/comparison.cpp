@@ -1,7 +1,6 @@
 // Comparisons and where. A comparison's output is bool, so its computation dtype comes from its
-// inputs: two tensors of one dtype compare in it; a tensor and a Scalar compare in the tensor's
-// dtype unless the Scalar is of a higher category (an int tensor against 2.5 compares in
-// float32, PyTorch's default dtype). Tensors of two different dtypes are refused for now.
+// inputs, at::result_type's (an int tensor against 2.5 compares in float32, PyTorch's default
+// dtype; a float32 tensor against a float64 one in float64).
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -14,21 +13,8 @@ std::vector<Tensor> compare(OpContext& context, const char* direction) {
   const ir::TensorType& out = context.return_type(0);
   if (out.dtype != DType::kBool) context.refuse("a comparison into a non-bool output");
   FunctionBuilder& builder = context.builder();
-  const DType self_dtype = context.tensor_dtype(0);
-  DType compute = self_dtype;
-  Tensor other;
-  if (context.arg(1).kind == ir::Argument::Kind::kTensor) {
-    if (context.tensor_dtype(1) != self_dtype) {
-      context.refuse("operands of dtypes " + ir::dtype_name(self_dtype) + " and " +
-                     ir::dtype_name(context.tensor_dtype(1)));
-    }
-    other = context.tensor(1);
-  } else {
-    const ir::ScalarValue::Kind kind = context.arg(1).scalar.kind;
-    if (kind == ir::ScalarValue::Kind::kDouble && !is_floating(self_dtype)) compute = DType::kFloat32;
-    if (kind == ir::ScalarValue::Kind::kInt && self_dtype == DType::kBool) compute = DType::kInt64;
-    other = context.scalar(1);
-  }
+  const DType compute = promoted_dtype(context);
+  const Tensor other = context.arg(1).kind == ir::Argument::Kind::kTensor ? context.tensor(1) : context.scalar(1);
   const Tensor a = builder.broadcast_to(builder.convert(context.tensor(0), compute), out.sizes);
   const Tensor b = builder.broadcast_to(builder.convert(other, compute), out.sizes);
   return {builder.op("stablehlo.compare", {a, b}, DType::kBool, out.sizes,

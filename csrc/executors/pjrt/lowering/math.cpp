@@ -219,6 +219,25 @@ std::vector<Tensor> lower_isnan(OpContext& context) {
   return {builder.compare(x, x, "NE")};
 }
 
+namespace {
+
+// isposinf / isneginf: x == +inf (-inf); false for integral and bool inputs.
+std::vector<Tensor> is_infinity(OpContext& context, bool negative) {
+  const ir::TensorType& out = context.return_type(0);
+  if (out.dtype != DType::kBool) context.refuse("a non-bool output");
+  FunctionBuilder& builder = context.builder();
+  const Tensor x = builder.broadcast_to(context.tensor(0), out.sizes);
+  if (!is_floating(x.dtype)) return {builder.zeros(DType::kBool, out.sizes)};
+  // A floating type's lowest and highest values are -inf and +inf.
+  const Tensor infinity = negative ? lowest_value(builder, x.dtype) : highest_value(builder, x.dtype);
+  return {builder.compare(x, builder.broadcast_to(infinity, out.sizes), "EQ")};
+}
+
+}  // namespace
+
+std::vector<Tensor> lower_isposinf(OpContext& context) { return is_infinity(context, false); }
+std::vector<Tensor> lower_isneginf(OpContext& context) { return is_infinity(context, true); }
+
 // fmod: C's fmod, the remainder with the dividend's sign (stablehlo.remainder's definition).
 std::vector<Tensor> lower_fmod(OpContext& context) {
   if (!is_floating(context.return_type(0).dtype)) {

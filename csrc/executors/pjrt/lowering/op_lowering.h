@@ -202,6 +202,8 @@ std::vector<Tensor> lower_round_decimals(OpContext& context);
 std::vector<Tensor> lower_trunc(OpContext& context);
 std::vector<Tensor> lower_sign(OpContext& context);
 std::vector<Tensor> lower_isnan(OpContext& context);
+std::vector<Tensor> lower_isposinf(OpContext& context);  // isposinf, isposinf.out
+std::vector<Tensor> lower_isneginf(OpContext& context);  // isneginf, isneginf.out
 std::vector<Tensor> lower_fmod(OpContext& context);
 std::vector<Tensor> lower_remainder(OpContext& context);
 std::vector<Tensor> lower_div_mode(OpContext& context);
