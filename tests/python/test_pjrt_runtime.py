@@ -329,6 +329,41 @@ print(json.dumps({"worst": worst, "cases": cases, "fallbacks": fallbacks, "error
     assert "aten::nll_loss_forward" in result["error"] and "out of bounds" in result["error"]
 
 
+def test_scaled_dot_product_attention_lowers_natively_forward_and_backward():
+    # The flash attention op the ops layer picks for tpu, and its backward, as one program each.
+    result = run_json("""
+import torch.nn.functional as F
+torch.manual_seed(0)
+failures = []
+for dtype in (torch.float32, torch.bfloat16):
+    for (B, H, L, S, E) in [(2, 3, 5, 5, 8), (1, 2, 4, 7, 16)]:
+        for causal, mask in [(False, None), (True, None), (False, "bool"), (False, "float")]:
+            q, k, v = (torch.randn(B, H, n, E, dtype=dtype, requires_grad=True) for n in (L, S, S))
+            m = None
+            if mask == "bool":
+                m = torch.rand(L, S) > 0.3
+                m[:, 0] = True
+            elif mask == "float":
+                m = torch.randn(B, 1, L, S, dtype=dtype)
+            o = F.scaled_dot_product_attention(q, k, v, attn_mask=m, is_causal=causal)
+            qt, kt, vt = (t.detach().to("tpu").requires_grad_(True) for t in (q, k, v))
+            ot = F.scaled_dot_product_attention(qt, kt, vt, attn_mask=None if m is None else m.to("tpu"),
+                                                is_causal=causal)
+            g = torch.randn_like(o)
+            o.backward(g); ot.backward(g.to("tpu"))
+            try:
+                torch.testing.assert_close(ot.detach().cpu(), o.detach())
+                for cpu, tpu in ((q, qt), (k, kt), (v, vt)):
+                    torch.testing.assert_close(tpu.grad.cpu(), cpu.grad)
+            except AssertionError as e:
+                failures.append(f"{dtype} {(B, H, L, S, E)} causal={causal} mask={mask}: {e}")
+m = torch_tpu.metrics()
+print(json.dumps({"failures": failures, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}))
+""")
+    assert result["failures"] == []
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
 def test_views_and_in_place_writes_keep_cpu_aliasing():
     result = run_json("""
 a = torch.arange(24, dtype=torch.float32).reshape(4, 6)

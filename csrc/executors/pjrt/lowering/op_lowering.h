@@ -166,6 +166,9 @@ std::vector<Tensor> lower_log_softmax_backward(OpContext& context);
 std::vector<Tensor> lower_softmax(OpContext& context);      // _softmax (+ .out)
 std::vector<Tensor> lower_softmax_backward(OpContext& context);
 std::vector<Tensor> lower_mse_loss_backward(OpContext& context);
+// attention.cpp
+std::vector<Tensor> lower_flash_attention(OpContext& context);           // _scaled_dot_product_flash_attention_for_cpu
+std::vector<Tensor> lower_flash_attention_backward(OpContext& context);  // ..._for_cpu_backward
 // nll_loss.cpp
 std::vector<Tensor> lower_nll_loss_forward(OpContext& context);   // nll_loss_forward, nll_loss2d_forward (+.output)
 std::vector<Tensor> lower_nll_loss_backward(OpContext& context);  // nll_loss_backward, nll_loss2d_backward (+.grad_input)

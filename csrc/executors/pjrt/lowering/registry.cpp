@@ -175,6 +175,9 @@ const std::unordered_map<std::string, OpLowering>& table() {
         // loss.cpp
         {lower_mse_loss, with_out("mse_loss")},
         {lower_mse_loss_backward, with_out("mse_loss_backward", "grad_input")},
+        // attention.cpp
+        {lower_flash_attention, {"aten::_scaled_dot_product_flash_attention_for_cpu"}},
+        {lower_flash_attention_backward, {"aten::_scaled_dot_product_flash_attention_for_cpu_backward"}},
         // nll_loss.cpp
         {lower_nll_loss_forward, joined(with_out("nll_loss_forward", "output"), with_out("nll_loss2d_forward", "output"))},
         {lower_nll_loss_backward,
