@@ -184,6 +184,32 @@ print(json.dumps({"equal": equal, "fallbacks": m["fallbacks"], "reasons": m["fal
     assert result["fallbacks"] == {}, result["reasons"]
 
 
+def test_grouped_float32_convolutions_lower_natively_within_opinfo_tolerance():
+    # Grouped float32 convolutions (depthwise, grouped transposed) convolve in f64 and round once.
+    result = run_json("""
+import torch.nn.functional as F
+torch.manual_seed(0)
+x = torch.randn(2, 6, 9, 9)
+w = torch.randn(6, 1, 3, 3)
+wt = torch.randn(6, 2, 3, 3)
+s = torch.randn(2, 6, 11)
+ws = torch.randn(6, 2, 4)
+def ops(x, w, wt, s, ws):
+    return {
+        "depthwise": F.conv2d(x, w, padding=1, groups=6),
+        "grouped_transposed": F.conv_transpose2d(x, wt, stride=2, padding=1, output_padding=1, groups=3),
+        "grouped_1d": F.conv1d(s, ws, stride=2, dilation=2, groups=3),
+    }
+cpu = ops(x, w, wt, s, ws)
+tpu = ops(*(t.to("tpu") for t in (x, w, wt, s, ws)))
+close = {k: bool(torch.allclose(tpu[k].cpu(), cpu[k], rtol=1.3e-6, atol=1e-5)) for k in cpu}
+m = torch_tpu.metrics()
+print(json.dumps({"close": close, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}))
+""")
+    assert all(result["close"].values()), result["close"]
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
 @pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
 def test_bad_indices_and_zero_divisors_fail_naming_the_op(mode):
     # ATen raises for these; XLA would clamp the index or divide silently. The program checks
