@@ -152,6 +152,64 @@ print(json.dumps({"errors": errors, "fallbacks": m["fallbacks"], "reasons": m["f
     assert result["fallbacks"] == {}, result["reasons"]
 
 
+def test_cropping_pads_and_integer_pools_lower_natively_and_equal_cpu():
+    # Negative padding crops; max pooling of integers keeps the first maximum; int64 average
+    # pooling divides truncating toward zero. All exact.
+    result = run_json("""
+import torch.nn.functional as F
+torch.manual_seed(0)
+img = torch.randn(2, 3, 6, 7)
+vol = torch.randn(1, 2, 4, 5, 6)
+ints = torch.randint(-50, 50, (2, 3, 6, 7))
+ints3 = torch.randint(-50, 50, (2, 4, 5, 6))
+def ops(im, v, n, n3):
+    return {
+        "reflect_crop": F.pad(im, (-1, 3, 2, -2), mode="reflect"),
+        "replicate_crop": F.pad(im, (2, -3, -1, -1), mode="replicate"),
+        "reflect3d_crop": F.pad(v, (1, -2, -1, 2, 0, -1), mode="reflect"),
+        "max_pool_int": torch.stack(F.max_pool2d(n, 3, 2, 1, return_indices=True)),
+        "max_pool_int32": F.max_pool2d(n.int(), 2, 1, ceil_mode=True).long(),
+        "max_pool3d_int": torch.stack(F.max_pool3d(n3, 2, 1, 1, return_indices=True)),
+        "avg_pool_int": F.avg_pool2d(n, 3, 2, 1, count_include_pad=False),
+        "avg_pool_int_override": F.avg_pool2d(n, 2, divisor_override=3),
+        "avg_pool3d_int": F.avg_pool3d(n3, 2, 1, 1),
+    }
+cpu = ops(img, vol, ints, ints3)
+tpu = ops(*(t.to("tpu") for t in (img, vol, ints, ints3)))
+equal = {k: bool(torch.equal(tpu[k].cpu(), cpu[k])) for k in cpu}
+m = torch_tpu.metrics()
+print(json.dumps({"equal": equal, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}))
+""")
+    assert all(result["equal"].values()), result["equal"]
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
+def test_grouped_float32_convolutions_lower_natively_within_opinfo_tolerance():
+    # Grouped float32 convolutions (depthwise, grouped transposed) convolve in f64 and round once.
+    result = run_json("""
+import torch.nn.functional as F
+torch.manual_seed(0)
+x = torch.randn(2, 6, 9, 9)
+w = torch.randn(6, 1, 3, 3)
+wt = torch.randn(6, 2, 3, 3)
+s = torch.randn(2, 6, 11)
+ws = torch.randn(6, 2, 4)
+def ops(x, w, wt, s, ws):
+    return {
+        "depthwise": F.conv2d(x, w, padding=1, groups=6),
+        "grouped_transposed": F.conv_transpose2d(x, wt, stride=2, padding=1, output_padding=1, groups=3),
+        "grouped_1d": F.conv1d(s, ws, stride=2, dilation=2, groups=3),
+    }
+cpu = ops(x, w, wt, s, ws)
+tpu = ops(*(t.to("tpu") for t in (x, w, wt, s, ws)))
+close = {k: bool(torch.allclose(tpu[k].cpu(), cpu[k], rtol=1.3e-6, atol=1e-5)) for k in cpu}
+m = torch_tpu.metrics()
+print(json.dumps({"close": close, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}))
+""")
+    assert all(result["close"].values()), result["close"]
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
 @pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
 def test_bad_indices_and_zero_divisors_fail_naming_the_op(mode):
     # ATen raises for these; XLA would clamp the index or divide silently. The program checks

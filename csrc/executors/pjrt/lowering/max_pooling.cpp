@@ -4,8 +4,10 @@
 // region keeps the pair ATen's scan (cpu_max_pool: `val > maxval || isnan(val)`) ends on: the
 // larger value, NaN above every number and the LAST NaN among NaNs, otherwise on a tie the
 // smaller position, so the FIRST maximum wins in whatever order XLA combines. Half precision
-// compares in f32 (exact). Refused: non-floating dtypes, windows with no input element (ATen
-// returns -inf there), an output shape other than ATen's.
+// compares in f32 (exact). An integer input compares in its own dtype, padded with its lowest
+// value (ATen's starting maximum; a real element equal to it still wins on its smaller
+// position). Refused: bool, windows with no input element (ATen returns -inf there), an output
+// shape other than ATen's.
 // max_pool{2,3}d_with_indices_backward(grad_output, self, kernel_size, stride, padding,
 // dilation, ceil_mode, indices): grad_output scatter-added into the positions `indices` name
 // (duplicates from overlapping windows sum). An index outside its plane fails the run (ATen
@@ -111,10 +113,11 @@ Tensor sliced(FunctionBuilder& builder, const Tensor& x, const std::vector<int64
 std::vector<Tensor> lower_max_pool_with_indices(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   const ir::TensorType& indices_type = context.return_type(1);
-  if (!is_floating(out.dtype) || context.tensor_dtype(0) != out.dtype) context.refuse("dtype " + ir::dtype_name(out.dtype));
+  if (out.dtype == DType::kBool || context.tensor_dtype(0) != out.dtype) context.refuse("dtype " + ir::dtype_name(out.dtype));
   if (indices_type.dtype != DType::kInt64) context.refuse("indices of another dtype than int64");
   FunctionBuilder& builder = context.builder();
-  const DType compute = out.dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
+  const bool floating = is_floating(out.dtype);
+  const DType compute = !floating || out.dtype == DType::kFloat64 ? out.dtype : DType::kFloat32;
   const Tensor x = builder.convert(context.tensor(0), compute);
   if (x.numel() == 0) context.refuse("an input with no elements");
   const Pooling p = pooling_arguments(context, 1, x.shape);
@@ -138,6 +141,14 @@ std::vector<Tensor> lower_max_pool_with_indices(OpContext& context) {
   const Tensor b = builder.region_argument(compute);
   const Tensor b_index = builder.region_argument(DType::kInt64);
   const std::string region = builder.region_body([&] {
+    if (!floating) {
+      // No NaN: the larger value, on a tie the smaller position.
+      const Tensor take_a = builder.binary(
+          "stablehlo.or", builder.compare(a, b, "GT"),
+          builder.binary("stablehlo.and", builder.compare(a, b, "EQ"), builder.compare(a_index, b_index, "LT")));
+      return std::vector<Tensor>{builder.op("stablehlo.select", {take_a, a, b}, compute, {}),
+                                 builder.op("stablehlo.select", {take_a, a_index, b_index}, DType::kInt64, {})};
+    }
     const Tensor a_nan = nan_mask(builder, a);
     const Tensor b_nan = nan_mask(builder, b);
     const Tensor both_nan = builder.binary("stablehlo.and", a_nan, b_nan);

@@ -1,7 +1,12 @@
 // reflection_pad{1,2,3}d and replication_pad{1,2,3}d(self, padding) as slices, reverses and
 // one concatenate per padded dimension: pure data movement, exact in every dtype. `padding`
-// lists (left, right) pairs from the last dimension backwards, as F.pad. Negative padding
-// (cropping) is refused; reflection needs padding below the dimension's size (ATen's check).
+// lists (left, right) pairs from the last dimension backwards, as F.pad. A negative amount
+// crops: ATen maps each output position to an input one as if the positive sides were padded
+// first and the negative ones cut from that, so that is the order here (a crop on one side
+// then never moves the other side's mirror or edge). Reflection needs padding below the
+// dimension's size (ATen's check).
+#include <algorithm>
+
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -67,11 +72,13 @@ std::vector<Tensor> pad(OpContext& context, bool reflect) {
   for (size_t p = 0; p < padded_dims; ++p) {
     const size_t dim = x.shape.size() - 1 - p;
     const int64_t before = padding[2 * p], after = padding[2 * p + 1];
-    if (before < 0 || after < 0) context.refuse("negative padding");
     const int64_t n = x.shape[dim];
     if (n == 0) context.refuse("padding an empty dimension");
     if (reflect && (before >= n || after >= n)) context.refuse("reflection padding not below the size");
-    x = padded(builder, x, dim, before, after, reflect);
+    x = padded(builder, x, dim, std::max<int64_t>(before, 0), std::max<int64_t>(after, 0), reflect);
+    const int64_t cut_before = std::max<int64_t>(-before, 0), cut_after = std::max<int64_t>(-after, 0);
+    if (cut_before + cut_after >= x.shape[dim]) context.refuse("cropping every element of a dimension");
+    if (cut_before + cut_after > 0) x = slice(builder, x, dim, cut_before, x.shape[dim] - cut_after);
   }
   if (x.shape != out.sizes) context.refuse("an output shape other than the padded input's");
   return {x};

@@ -2,8 +2,10 @@
 // divisor_override) as a stablehlo.reduce_window sum over the zero-padded input divided by
 // each window's count, as ATen's CPU kernel: the count is divisor_override, else the window
 // clipped to the padded input (count_include_pad) or to the input. Counts depend only on the
-// output position, so they are constants. Half precision sums in f32 and rounds once. Refused:
-// windows that cover no input element (ATen writes 0 there), integer dtypes.
+// output position, so they are constants. Half precision sums in f32 and rounds once. int64
+// (the one integer dtype ATen's CPU kernel takes) sums in int64 and divides truncating toward
+// zero, as C++ integer division there. Refused: windows that cover no input element (ATen
+// writes 0 there).
 // _adaptive_avg_pool2d / 3d(self, output_size): window o of a dimension spans
 // [floor(o * in / out), ceil((o + 1) * in / out)); ATen divides the window's sum by each
 // dimension's extent in turn. Equal windows are one reduce_window, others one slice and sum
@@ -19,8 +21,9 @@ using ir::DType;
 
 // A 1-D constant of `values` in `dtype` (small integers, exact in every floating dtype).
 Tensor vector_constant(FunctionBuilder& builder, const std::vector<int64_t>& values, DType dtype) {
+  const char* fraction = is_floating(dtype) ? ".0" : "";
   std::string literal = "[";
-  for (size_t i = 0; i < values.size(); ++i) literal += (i ? ", " : "") + std::to_string(values[i]) + ".0";
+  for (size_t i = 0; i < values.size(); ++i) literal += (i ? ", " : "") + std::to_string(values[i]) + fraction;
   const std::vector<int64_t> shape = {static_cast<int64_t>(values.size())};
   return builder.op("stablehlo.constant", {}, dtype, shape,
                     "value = dense<" + literal + "]> : " + tensor_type(dtype, shape));
@@ -52,7 +55,8 @@ Tensor window_sum(FunctionBuilder& builder, const Tensor& x, const std::vector<i
 
 std::vector<Tensor> lower_avg_pool(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
-  const DType compute = floating_compute(context, out.dtype);
+  const bool integral = out.dtype == DType::kInt64 && context.tensor_dtype(0) == DType::kInt64;
+  const DType compute = integral ? DType::kInt64 : floating_compute(context, out.dtype);
   FunctionBuilder& builder = context.builder();
   const Tensor x = builder.convert(context.tensor(0), compute);
   const size_t spatial = context.op().starts_with("aten::avg_pool3d") ? 3 : 2;
@@ -94,7 +98,8 @@ std::vector<Tensor> lower_avg_pool(OpContext& context) {
   const Tensor sum = window_sum(builder, x, window, strides, pads, reached);
   Tensor divisor;
   if (overridden) {
-    divisor = builder.float_splat(static_cast<double>(context.arg(6).integer), compute, out.sizes);
+    divisor = integral ? builder.splat(std::to_string(context.arg(6).integer), compute, out.sizes)
+                       : builder.float_splat(static_cast<double>(context.arg(6).integer), compute, out.sizes);
   } else {
     for (size_t d = 0; d < spatial; ++d) {
       const Tensor along = builder.broadcast_in_dim(vector_constant(builder, counts[d], compute), out.sizes,
