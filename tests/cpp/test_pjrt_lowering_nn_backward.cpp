@@ -346,19 +346,6 @@ TEST_F(NnBackwardLoweringTest, MaxPool3dWithIndicesOfAnUnbatchedInputWithDilatio
   expect_near(results[1], kMaxPool3dIndices, 0.0, "indices");
 }
 
-TEST_F(NnBackwardLoweringTest, MaxPoolBackwardRefusesHalfPrecisionOverlappingWindows) {
-  // ATen adds each overlapping window's gradient in bf16, rounding every step.
-  const std::string why = refusal(
-      "aten::max_pool2d_with_indices_backward",
-      {{DType::kBFloat16, {1, 1, 3, 3}, 4}, {DType::kBFloat16, {1, 1, 5, 5}, 0}, {DType::kInt64, {1, 1, 3, 3}, 0}},
-      [](const std::vector<Argument>& t) {
-        return std::vector<Argument>{t[0], t[1], ints({3, 3}), ints({2, 2}), ints({1, 1}), ints({1, 1}),
-                                     Argument::boolean(true), t[2]};
-      },
-      {row_major(DType::kBFloat16, {1, 1, 5, 5})});
-  EXPECT_NE(why.find("half precision with overlapping windows"), std::string::npos) << why;
-}
-
 TEST_F(NnBackwardLoweringTest, MaxPoolBackwardFailsTheRunOnAnIndexOutsideThePlane) {
   EXPECT_THROW(run_op(
                    "aten::max_pool2d_with_indices_backward",

@@ -229,13 +229,6 @@ TEST_F(PjrtReductionLoweringTest, ProdOverADimKeepsItAndOfNothingIsOne) {
                 {1, 1});
 }
 
-TEST_F(PjrtReductionLoweringTest, HalfPrecisionProdIsRefused) {
-  // ATen multiplies bfloat16 in bfloat16 in its vectorized order, which is not modelled.
-  const Program program = unary_program("aten::prod", row_major(DType::kBFloat16, {3}),
-                                        row_major(DType::kBFloat16, {}), {Argument::none()});
-  EXPECT_THROW(executors::pjrt::lowering::lower_program(program), executors::NotSupported);
-}
-
 // ---- var.correction ----
 
 TEST_F(PjrtReductionLoweringTest, VarIsUnbiasedByDefaultAndTakesItsCorrectionAtRunTime) {

@@ -275,6 +275,65 @@ print(json.dumps({{"errors": errors, "tracked": int(tpu_bn.num_batches_tracked.c
     assert "aten::native_batch_norm" not in result["fallbacks"], result["fallbacks"]
 
 
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_half_precision_forms_aten_rounds_midway_lower_natively_and_match_cpu(dtype):
+    # Softmax, log-softmax (last dim: ATen rounds its sum and log to the dtype), their
+    # gradients, layer norm (ATen's fused x * rstd + (-rstd * mean)), batch norm training with
+    # its running statistics, bilinear upsampling, round.decimals, prod and max-pool backward
+    # with overlapping windows, each against CPU in OpInfo's tolerance (assert_close's defaults
+    # for the dtype), and none of them taking the host round trip.
+    result = run_json(f"""
+import copy
+import torch.nn.functional as F
+dt = torch.{dtype}
+torch.manual_seed(0)
+x = (torch.randn(4, 6, 9) * 4).to(dt)
+errors = {{}}
+def check(name, fn, *args):
+    cpu = fn(*args)
+    tpu = fn(*[a.to("tpu") if isinstance(a, torch.Tensor) else a for a in args])
+    pairs = zip(cpu, tpu) if isinstance(cpu, tuple) else [(cpu, tpu)]
+    for i, (c, t) in enumerate(pairs):
+        try:
+            torch.testing.assert_close(t.cpu(), c, equal_nan=True)
+        except AssertionError as e:
+            errors[f"{{name}}[{{i}}]"] = str(e).splitlines()[0]
+for dim in (-1, 1, 0):
+    check(f"softmax{{dim}}", lambda t: torch.softmax(t, dim), x)
+    check(f"log_softmax{{dim}}", lambda t: torch.log_softmax(t, dim), x)
+check("softmax_0d", lambda t: (torch.softmax(t, 0), torch.log_softmax(t, -1)), x[0, 0, 0])
+g = torch.randn(4, 6, 9).to(dt)
+for dim in (-1, 1):
+    y, ly = torch.softmax(x, dim), torch.log_softmax(x, dim)
+    check(f"softmax_backward{{dim}}", lambda a, b: torch.ops.aten._softmax_backward_data(a, b, dim, dt), g, y)
+    check(f"log_softmax_backward{{dim}}", lambda a, b: torch.ops.aten._log_softmax_backward_data(a, b, dim, dt), g, ly)
+w, b = torch.randn(9).to(dt), torch.randn(9).to(dt)
+check("layer_norm", lambda t, w, b: torch.native_layer_norm(t, (9,), w, b, 1e-5), x, w, b)
+check("layer_norm_one", lambda t: torch.native_layer_norm(t, (1,), None, None, 1e-5), x[..., :1].contiguous())
+im = (torch.randn(4, 3, 5, 6) * 3).to(dt)
+cpu_bn = torch.nn.BatchNorm2d(3).to(dt)
+tpu_bn = copy.deepcopy(cpu_bn).to("tpu")
+for step in range(2):
+    torch.testing.assert_close(tpu_bn(im.to("tpu")).cpu(), cpu_bn(im))
+for name in ("running_mean", "running_var"):
+    try:
+        torch.testing.assert_close(getattr(tpu_bn, name).cpu(), getattr(cpu_bn, name))
+    except AssertionError as e:
+        errors[name] = str(e).splitlines()[0]
+check("upsample", lambda t: F.interpolate(t, size=(7, 9), mode="bilinear"), im)
+check("round", lambda t: torch.round(t, decimals=1), x)
+check("prod", lambda t: (torch.prod(t[:, :3, :4], 2), torch.prod(t[0, :2, :5])), (x / 4 + 1))
+pooled, indices = F.max_pool2d(im, 3, 2, 1, return_indices=True)
+gp = torch.randn(pooled.shape).to(dt)
+check("max_pool_backward", lambda a, t, i: torch.ops.aten.max_pool2d_with_indices_backward(
+    a, t, [3, 3], [2, 2], [1, 1], [1, 1], False, i), gp, im, indices)
+m = torch_tpu.metrics()
+print(json.dumps({{"errors": errors, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}}))
+""")
+    assert result["errors"] == {}, result["errors"]
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_empty_tensors(mode):
     result = run_json(f"""

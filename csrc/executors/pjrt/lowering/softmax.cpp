@@ -1,5 +1,8 @@
 // Softmax and log-softmax over one dimension, and their gradients, as PyTorch's CPU kernels
-// compute them: the maximum subtracted first (no overflow).
+// compute them: the maximum subtracted first (no overflow). Half precision is computed in f32
+// and rounded once, except where ATen's kernel rounds a step itself (log-softmax over the last
+// dimension, below). A 0-d input is softmaxed as one element (ATen views it as [1]).
+#include <algorithm>
 #include <tuple>
 
 #include "executors/pjrt/lowering/op_lowering.h"
@@ -9,12 +12,11 @@ namespace {
 
 using ir::DType;
 
-// f32 and f64. Half precision is refused: ATen's CPU kernels round its intermediate steps in a
-// way not modelled yet (a softmax computed in f32 and rounded once is one ulp off).
-DType softmax_compute(OpContext& context, DType out) {
-  if (out == DType::kFloat16 || out == DType::kBFloat16) context.refuse("half precision");
-  return floating_compute(context, out);
-}
+// f32 for half precision (ATen's kernels convert each element to float), else the output's.
+// Measured against PyTorch 2.13 CPU on random inputs of many shapes: softmax over the last
+// dimension and both gradients match bit for bit; softmax over another dimension is within one
+// rounding (ATen's scalar tail columns round exp(x - max) to the dtype before dividing).
+DType softmax_compute(OpContext& context, DType out) { return floating_compute(context, out); }
 
 Tensor negative_infinity(FunctionBuilder& builder, DType dtype) {
   return builder.splat(dtype == DType::kFloat64 ? "0xFFF0000000000000" : "0xFF800000", dtype, {});
@@ -34,28 +36,67 @@ Shifted shift(FunctionBuilder& builder, const Tensor& x, int64_t dim) {
   return {shifted, builder.broadcast_to(builder.unary("stablehlo.log", sum), x.shape)};
 }
 
+// A 0-d tensor as [1] (its dim may be 0 or -1), as ATen's host_softmax views it; others as they are.
+Tensor at_least_1d(FunctionBuilder& builder, const Tensor& x) {
+  return x.shape.empty() ? builder.reshape(x, {1}) : x;
+}
+
+// The dimension argument `index` of a softmax over `x` (already at least 1-d), `rank` the
+// input's own rank (0 or more).
+int64_t softmax_dim(OpContext& context, size_t index, size_t rank) {
+  return normalized_dim(context, context.arg(index).integer, std::max<size_t>(rank, 1));
+}
+
 // (self, dim, half_to_float) of _softmax and _log_softmax.
 std::pair<Tensor, int64_t> input_of(OpContext& context, DType compute) {
-  const Tensor x = context.builder().convert(context.tensor(0), compute);
-  return {x, normalized_dim(context, context.arg(1).integer, x.shape.size())};
+  FunctionBuilder& builder = context.builder();
+  const Tensor self = context.tensor(0);
+  const Tensor x = at_least_1d(builder, builder.convert(self, compute));
+  return {x, softmax_dim(context, 1, self.shape.size())};
 }
 
 // (grad_output, output, dim, input_dtype) of the backward ops: both tensors in `compute`.
 std::tuple<Tensor, Tensor, int64_t> backward_inputs(OpContext& context, DType compute) {
   FunctionBuilder& builder = context.builder();
-  const Tensor grad = builder.convert(context.tensor(0), compute);
-  const Tensor output = builder.convert(context.tensor(1), compute);
-  return {grad, output, normalized_dim(context, context.arg(2).integer, grad.shape.size())};
+  const Tensor grad_output = context.tensor(0);
+  const Tensor grad = at_least_1d(builder, builder.convert(grad_output, compute));
+  const Tensor output = at_least_1d(builder, builder.convert(context.tensor(1), compute));
+  return {grad, output, softmax_dim(context, 2, grad_output.shape.size())};
+}
+
+// `value` (computed in f32) as return 0: rounded to its dtype and shaped as it (0-d again).
+Tensor as_output(OpContext& context, const Tensor& value) {
+  const ir::TensorType& out = context.return_type(0);
+  FunctionBuilder& builder = context.builder();
+  return builder.reshape(builder.convert(value, out.dtype), out.sizes);
+}
+
+// `x` rounded to half-precision `dtype` and back to f32: a step ATen stores in the dtype.
+Tensor rounded_to(FunctionBuilder& builder, const Tensor& x, DType dtype) {
+  return builder.convert(builder.convert(x, dtype), x.dtype);
 }
 
 }  // namespace
 
+// Half precision over the last dimension: ATen's lastdim kernel keeps sum(exp(x - max)) and its
+// log in arrays of the input's dtype, so both are rounded to it before x - max - log(sum) (in
+// float, rounded once); without those roundings an output near 0 differs in every bit (the
+// relative difference is infinite where ATen's rounded sum is exactly 1). Over another
+// dimension its kernel keeps them in float. Bit-exact against PyTorch 2.13 CPU on random inputs.
 std::vector<Tensor> lower_log_softmax(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   FunctionBuilder& builder = context.builder();
-  const auto [x, dim] = input_of(context, softmax_compute(context, out.dtype));
-  const Shifted s = shift(builder, x, dim);
-  return {builder.convert(builder.binary("stablehlo.subtract", s.shifted, s.log_sum_exp), out.dtype)};
+  const DType compute = softmax_compute(context, out.dtype);
+  const auto [x, dim] = input_of(context, compute);
+  const Tensor max = reduce_keepdim(builder, x, dim, "stablehlo.maximum", negative_infinity(builder, compute));
+  const Tensor shifted = builder.binary("stablehlo.subtract", x, builder.broadcast_to(max, x.shape));
+  Tensor sum = reduce_keepdim(builder, builder.unary("stablehlo.exponential", shifted), dim, "stablehlo.add",
+                              builder.zeros(compute, {}));
+  const bool rounds_steps = compute != out.dtype && dim + 1 == static_cast<int64_t>(x.shape.size());
+  if (rounds_steps) sum = rounded_to(builder, sum, out.dtype);
+  Tensor log_sum = builder.unary("stablehlo.log", sum);
+  if (rounds_steps) log_sum = rounded_to(builder, log_sum, out.dtype);
+  return {as_output(context, builder.binary("stablehlo.subtract", shifted, builder.broadcast_to(log_sum, x.shape)))};
 }
 
 std::vector<Tensor> lower_softmax(OpContext& context) {
@@ -65,7 +106,7 @@ std::vector<Tensor> lower_softmax(OpContext& context) {
   const Shifted s = shift(builder, x, dim);
   const Tensor y = builder.unary("stablehlo.exponential",
                                  builder.binary("stablehlo.subtract", s.shifted, s.log_sum_exp));
-  return {builder.convert(y, out.dtype)};
+  return {as_output(context, y)};
 }
 
 // _log_softmax_backward_data(grad, output, dim, input_dtype) = grad - exp(output) * sum(grad).
@@ -79,7 +120,7 @@ std::vector<Tensor> lower_log_softmax_backward(OpContext& context) {
   const Tensor result = builder.binary(
       "stablehlo.subtract", grad,
       builder.binary("stablehlo.multiply", builder.unary("stablehlo.exponential", output), sum));
-  return {builder.convert(result, out.dtype)};
+  return {as_output(context, result)};
 }
 
 // _softmax_backward_data(grad, output, dim, input_dtype) = output * (grad - sum(grad * output)).
@@ -93,7 +134,7 @@ std::vector<Tensor> lower_softmax_backward(OpContext& context) {
       reduce_keepdim(builder, product, dim, "stablehlo.add", builder.zeros(compute, {})), grad.shape);
   const Tensor result = builder.binary("stablehlo.multiply", output,
                                        builder.binary("stablehlo.subtract", grad, sum));
-  return {builder.convert(result, out.dtype)};
+  return {as_output(context, result)};
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering
