@@ -219,6 +219,23 @@ std::vector<Tensor> lower_isnan(OpContext& context) {
   return {builder.compare(x, x, "NE")};
 }
 
+// isneginf / isposinf: x == -inf / +inf; never for an integral or bool input (whose lowest and
+// highest values are finite).
+namespace {
+std::vector<Tensor> infinity_test(OpContext& context, bool negative) {
+  const ir::TensorType& out = context.return_type(0);
+  if (out.dtype != DType::kBool) context.refuse("an infinity test into a non-bool output");
+  FunctionBuilder& builder = context.builder();
+  const Tensor x = builder.broadcast_to(context.tensor(0), out.sizes);
+  if (!is_floating(x.dtype)) return {builder.zeros(DType::kBool, out.sizes)};
+  const Tensor infinity = negative ? lowest_value(builder, x.dtype) : highest_value(builder, x.dtype);
+  return {builder.compare(x, builder.broadcast_to(infinity, out.sizes), "EQ")};
+}
+}  // namespace
+
+std::vector<Tensor> lower_isneginf(OpContext& context) { return infinity_test(context, true); }
+std::vector<Tensor> lower_isposinf(OpContext& context) { return infinity_test(context, false); }
+
 // fmod: C's fmod, the remainder with the dividend's sign (stablehlo.remainder's definition).
 std::vector<Tensor> lower_fmod(OpContext& context) {
   if (!is_floating(context.return_type(0).dtype)) {

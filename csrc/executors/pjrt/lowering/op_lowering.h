@@ -191,6 +191,8 @@ std::vector<Tensor> lower_round_decimals(OpContext& context);
 std::vector<Tensor> lower_trunc(OpContext& context);
 std::vector<Tensor> lower_sign(OpContext& context);
 std::vector<Tensor> lower_isnan(OpContext& context);
+std::vector<Tensor> lower_isneginf(OpContext& context);  // isneginf (+ .out)
+std::vector<Tensor> lower_isposinf(OpContext& context);  // isposinf (+ .out)
 std::vector<Tensor> lower_fmod(OpContext& context);
 std::vector<Tensor> lower_remainder(OpContext& context);
 std::vector<Tensor> lower_div_mode(OpContext& context);
@@ -233,6 +235,8 @@ Tensor coordinate_term(FunctionBuilder& builder, const std::vector<int64_t>& sha
 // (i64 of `shape`) and whose other coordinates are its own.
 Tensor linear_positions(FunctionBuilder& builder, const std::vector<int64_t>& self_shape,
                         const std::vector<int64_t>& shape, int64_t dim, const Tensor& along);
+// `x` as 1-D of one element when 0-d, else as it is: ATen's indexing ops treat a 0-d tensor so.
+Tensor at_least_1d(FunctionBuilder& builder, const Tensor& x);
 // Tensor argument `index` as i64; refuses a dtype other than int64 / int32.
 Tensor index_operand(OpContext& context, size_t index);
 // True where an index lies outside [0, size).

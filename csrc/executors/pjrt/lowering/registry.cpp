@@ -92,6 +92,8 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_trunc, every_form("trunc")},
         {lower_sign, every_form("sign")},
         {lower_isnan, {"aten::isnan"}},
+        {lower_isneginf, with_out("isneginf")},
+        {lower_isposinf, with_out("isposinf")},
         {lower_fmod, binary_forms("fmod")},
         {lower_remainder, joined(binary_forms("remainder"), {"aten::remainder.Scalar_Tensor"})},
         {lower_div_mode, {"aten::div.Tensor_mode", "aten::div.Scalar_mode", "aten::div.out_mode",
@@ -151,7 +153,7 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_le, comparison_forms("le")},
         {lower_gt, comparison_forms("gt")},
         {lower_ge, comparison_forms("ge")},
-        {lower_where, with_out("where.self", "self_out")},
+        {lower_where, {"aten::where.self", "aten::where.self_out"}},
         // matmul.cpp
         {lower_mm, with_out("mm")},
         {lower_bmm, with_out("bmm")},
