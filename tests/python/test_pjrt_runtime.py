@@ -195,6 +195,27 @@ print(json.dumps({"same": same, "fallbacks": m["fallbacks"], "reasons": m["fallb
     assert result["fallbacks"] == {}, result["reasons"]
 
 
+def test_cdist_lowers_natively_for_every_norm_and_compute_mode():
+    # _cdist_forward: p = 0, 1, 2, 3, 0.5, inf; p = 2 through ATen's matrix-product form when
+    # compute_mode asks for it or a side has more than 25 rows; batch dimensions broadcast.
+    result = run_json("""
+torch.manual_seed(0)
+errors = {}
+for dt in (torch.float32, torch.float64):
+    for s1, s2 in [((30, 4), (7, 4)), ((2, 1, 5, 3), (3, 6, 3))]:
+        a, b = torch.randn(*s1, dtype=dt), torch.randn(*s2, dtype=dt)
+        for p in (0.0, 1.0, 2.0, 3.0, 0.5, float("inf")):
+            for mode in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+                tpu = torch.cdist(a.to("tpu"), b.to("tpu"), p, mode).cpu()
+                errors[f"{dt}_{s1}_{p}_{mode}"] = float((tpu - torch.cdist(a, b, p, mode)).abs().max())
+m = torch_tpu.metrics()
+print(json.dumps({"errors": errors, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}))
+""")
+    for name, error in result["errors"].items():
+        assert error < 1e-5, (name, error)
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_index_tensors_in_host_memory_run_natively(mode):
     # x[cpu_rows, cpu_cols] passes CPU index tensors: host storages the program uploads when it
