@@ -498,3 +498,23 @@ TEST_F(NnLoweringTest, CdistForwardFollowsEachNormAndTheProductForm) {
     }
   }
 }
+
+// _pdist_forward: the rows' distances for i < j in (i, j) order. Expected: PyTorch 2.13 CPU,
+// torch.pdist([[0, 0], [1, 1], [3, 4]], p).
+TEST_F(NnLoweringTest, PdistForwardReadsTheUpperTriangleInRowOrder) {
+  const std::vector<std::pair<double, std::vector<double>>> cases = {
+      {0.0, {2, 2, 2}},
+      {1.0, {2, 7, 5}},
+      {2.0, {1.4142135381698608, 5, 3.605551242828369}},
+      {3.0, {1.2599210739135742, 4.497941493988037, 3.271066427230835}},
+      {std::numeric_limits<double>::infinity(), {1, 4, 3}},
+  };
+  for (const auto& [p, expected] : cases) {
+    const auto results = run_op(
+        "aten::_pdist_forward", {{DType::kFloat32, {3, 2}, 0, {0, 0, 1, 1, 3, 4}}},
+        [p = p](const std::vector<Argument>& t) { return std::vector<Argument>{t[0], Argument::double_value(p)}; },
+        {f32({3})});
+    ASSERT_EQ(results[0].size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(results[0][i], expected[i], 1e-6) << "p " << p << " element " << i;
+  }
+}

@@ -195,8 +195,8 @@ print(json.dumps({"same": same, "fallbacks": m["fallbacks"], "reasons": m["fallb
     assert result["fallbacks"] == {}, result["reasons"]
 
 
-def test_cdist_lowers_natively_for_every_norm_and_compute_mode():
-    # _cdist_forward: p = 0, 1, 2, 3, 0.5, inf; p = 2 through ATen's matrix-product form when
+def test_cdist_and_pdist_lower_natively_for_every_norm_and_compute_mode():
+    # _cdist_forward and _pdist_forward: p = 0, 1, 2, 3, 0.5, inf; p = 2 through ATen's matrix-product form when
     # compute_mode asks for it or a side has more than 25 rows; batch dimensions broadcast.
     result = run_json("""
 torch.manual_seed(0)
@@ -208,6 +208,9 @@ for dt in (torch.float32, torch.float64):
             for mode in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
                 tpu = torch.cdist(a.to("tpu"), b.to("tpu"), p, mode).cpu()
                 errors[f"{dt}_{s1}_{p}_{mode}"] = float((tpu - torch.cdist(a, b, p, mode)).abs().max())
+    x = torch.randn(40, 6, dtype=dt)
+    for p in (0.0, 1.0, 2.0, 3.0, 0.5, float("inf")):
+        errors[f"pdist_{dt}_{p}"] = float((torch.pdist(x.to("tpu"), p).cpu() - torch.pdist(x, p)).abs().max())
 m = torch_tpu.metrics()
 print(json.dumps({"errors": errors, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}))
 """)

@@ -3,8 +3,9 @@
 // differing coordinates, p = inf takes the largest difference, and p = 2 goes through a matrix
 // product (ATen's _euclidean_dist: [-2 x1, |x1|^2, 1] @ [x2, 1, |x2|^2]^T, clamped at 0, square
 // root) when compute_mode asks for it (1) or leaves it to the sizes (absent or 0: more than 25
-// rows on either side); otherwise differences are summed directly. float32 and float64 only
-// (ATen's CPU cdist has no half-precision kernel).
+// rows on either side); otherwise differences are summed directly. _pdist_forward(x, p) is the
+// direct form between x's rows i < j, in row-major order of (i, j). float32 and float64 only
+// (ATen's CPU kernels have no half-precision form).
 #include <cmath>
 
 #include "executors/pjrt/lowering/op_lowering.h"
@@ -102,20 +103,30 @@ Tensor direct(FunctionBuilder& builder, const Tensor& x1, const Tensor& x2, doub
                         builder.float_splat(1.0 / p, dtype, out_shape));
 }
 
+// The p argument (index 2 of cdist, 1 of pdist): a non-negative float.
+double norm_order(OpContext& context, size_t index) {
+  if (context.arg(index).kind != ir::Argument::Kind::kDouble) context.refuse("a p that is not a float");
+  const double p = context.arg(index).real;
+  if (p < 0 || std::isnan(p)) context.refuse("a negative or NaN p");
+  return p;
+}
+
+void check_floating(OpContext& context, const ir::TensorType& out) {
+  if (out.dtype != DType::kFloat32 && out.dtype != DType::kFloat64) context.refuse("a non-float32/64 output");
+}
+
 }  // namespace
 
 std::vector<Tensor> lower_cdist_forward(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   FunctionBuilder& builder = context.builder();
-  if (out.dtype != DType::kFloat32 && out.dtype != DType::kFloat64) context.refuse("a non-float32/64 output");
+  check_floating(context, out);
   const Tensor x1 = context.tensor(0), x2 = context.tensor(1);
   if (x1.dtype != out.dtype || x2.dtype != out.dtype) context.refuse("inputs of another dtype than the output");
   if (x1.shape.size() < 2 || x2.shape.size() < 2 || x1.shape.back() != x2.shape.back()) {
     context.refuse("inputs that are not [..., rows, features] with one feature count");
   }
-  if (context.arg(2).kind != ir::Argument::Kind::kDouble) context.refuse("a p that is not a float");
-  const double p = context.arg(2).real;
-  if (p < 0 || std::isnan(p)) context.refuse("a negative or NaN p");
+  const double p = norm_order(context, 2);
   const ir::Argument& mode_arg = context.arg(3);
   int64_t mode = 0;
   if (mode_arg.kind == ir::Argument::Kind::kInt) {
@@ -132,6 +143,30 @@ std::vector<Tensor> lower_cdist_forward(OpContext& context) {
   }
   const bool by_product = p == 2.0 && (mode == 1 || (mode == 0 && (rows1 > 25 || rows2 > 25)));
   return {by_product ? euclidean_by_product(builder, a, b, out.sizes) : direct(builder, a, b, p, out.sizes)};
+}
+
+// _pdist_forward(x [n, m], p): the distances between rows i < j, [n (n - 1) / 2]: the direct
+// form's n x n distances read at the positions i n + j (a constant list, at most kMaxPairs).
+std::vector<Tensor> lower_pdist_forward(OpContext& context) {
+  constexpr int64_t kMaxPairs = 1 << 16;
+  const ir::TensorType& out = context.return_type(0);
+  FunctionBuilder& builder = context.builder();
+  check_floating(context, out);
+  const Tensor x = context.tensor(0);
+  if (x.dtype != out.dtype || x.shape.size() != 2) context.refuse("an input that is not a matrix of the output's dtype");
+  const double p = norm_order(context, 1);
+  const int64_t n = x.shape[0];
+  const int64_t pairs = n * (n - 1) / 2;
+  if (out.sizes != std::vector<int64_t>{pairs}) context.refuse("an output shape other than pdist's");
+  if (pairs == 0) return {builder.zeros(out.dtype, out.sizes)};
+  if (pairs > kMaxPairs) context.refuse("more than " + std::to_string(kMaxPairs) + " pairs (a constant list of positions)");
+  std::string positions = "[";
+  for (int64_t i = 0; i < n; ++i) {
+    for (int64_t j = i + 1; j < n; ++j) positions += (positions.size() > 1 ? ", " : "") + std::to_string(i * n + j);
+  }
+  positions += "]";
+  const Tensor all = direct(builder, x, x, p, {n, n});
+  return {take_linear(builder, all, builder.splat(positions, DType::kInt64, {pairs}))};
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering

@@ -146,6 +146,7 @@ std::vector<Tensor> lower_mm(OpContext& context);         // mm, mm.out
 std::vector<Tensor> lower_bmm(OpContext& context);        // bmm, bmm.out
 std::vector<Tensor> lower_addmm(OpContext& context);      // addmm, addmm.out
 std::vector<Tensor> lower_cdist_forward(OpContext& context);  // _cdist_forward (+ .out), distance.cpp
+std::vector<Tensor> lower_pdist_forward(OpContext& context);  // _pdist_forward (+ .out)
 std::vector<Tensor> lower_threshold_backward(OpContext& context);
 std::vector<Tensor> lower_mse_loss(OpContext& context);   // mse_loss (+ .out)
 std::vector<Tensor> lower_addcmul(OpContext& context);    // addcmul (+ .out, _)

@@ -157,6 +157,7 @@ const std::unordered_map<std::string, OpLowering>& table() {
         // matmul.cpp, distance.cpp
         {lower_mm, with_out("mm")},
         {lower_cdist_forward, with_out("_cdist_forward")},
+        {lower_pdist_forward, with_out("_pdist_forward")},
         {lower_bmm, with_out("bmm")},
         {lower_addmm, with_out("addmm")},
         // activation.cpp
