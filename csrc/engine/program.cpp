@@ -39,6 +39,7 @@ std::shared_ptr<const executors::Executable> compile_one_node(
 BoundOneNode compile_and_bind_one_node(const char* op_name,
                                        std::shared_ptr<const OpDescription> description) {
   BoundOneNode bound;
+  bound.host_storages = description->host_storages;
   std::vector<PendingOp> one;
   one.push_back(PendingOp{op_name, nullptr, nullptr, std::move(description), {}});
   const ir::Program program = assemble_program(one, false, &bound.bindings.storages);

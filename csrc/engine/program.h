@@ -90,11 +90,14 @@ std::shared_ptr<const executors::Executable> compile_one_node(
 // and where in it they lie), and what a run of it binds: each program storage's device address
 // (its tensor's data pointer) and the program's Scalars. `executable` is null when the
 // executor cannot express the op (executors::NotSupported, its message in `not_supported`):
-// the caller runs it another way.
+// the caller runs it another way. A host storage is bound by its bytes' address, which the run
+// reads when it is queued (Executor::run uploads them): `host_storages` keeps those bytes (the
+// description's copies of the CPU tensors) alive until then.
 struct BoundOneNode {
   std::shared_ptr<const executors::Executable> executable;
   executors::RunBindings bindings;
   std::string not_supported;
+  std::vector<c10::Storage> host_storages;
 };
 BoundOneNode compile_and_bind_one_node(const char* op_name,
                                        std::shared_ptr<const OpDescription> description);

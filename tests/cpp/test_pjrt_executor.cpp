@@ -337,6 +337,53 @@ TEST_F(PjrtExecutorTest, HostStorageIsARunTimeOperand) {
   }
 }
 
+// x[i, j] with both index tensors in host memory (x[[0, 2], [1, 3]] passes CPU index tensors):
+// each host storage is its own run-time operand, read when run() is called. A one-element host
+// storage whose bytes equal an earlier Scalar's (an int64 1 beside alpha=1) is a 1-D operand,
+// not that Scalar's 0-d buffer.
+TEST_F(PjrtExecutorTest, SeveralHostStoragesAreSeparateRunTimeOperands) {
+  for (const int64_t count : {1, 2, 3}) {
+    Program program;
+    const TensorType self_type = row_major(DType::kFloat32, {4, 5});
+    const TensorType index_type = row_major(DType::kInt64, {count});
+    const TensorType out_type = row_major(DType::kFloat32, {count});
+    const StorageId self = program.add_storage(self_type.extent_bytes(), true);
+    const StorageId rows = program.add_storage(index_type.extent_bytes(), true, false, /*on_host=*/true);
+    const StorageId cols = program.add_storage(index_type.extent_bytes(), true, false, /*on_host=*/true);
+    const StorageId out = program.add_storage(out_type.extent_bytes(), false, /*live_out=*/true);
+    Node node;
+    node.op = "aten::index.Tensor";
+    node.args = {Argument::tensor(program.add_input(self_type, self)),
+                 Argument::tensor_list({program.add_input(index_type, rows), program.add_input(index_type, cols)})};
+    node.accesses = {{self, Access::kRead}, {rows, Access::kRead}, {cols, Access::kRead}, {out, Access::kWrite}};
+    program.add_node(std::move(node));
+    program.add_return(out_type, out);
+    const auto executable = executor_->compile(program);
+    // An int Scalar operand of value 1 first: the operand cache then holds a 0-d s64 1.
+    Program add_one = add_program(1.0);
+    add_one.nodes[0].args[2] = Argument::scalar_value({ScalarValue::Kind::kInt, 1, 0.0, 0.0});
+    executor_->run(executor_->compile(add_one),
+                   bind({upload(iota_floats(32, 0.0f, 1.0f)), upload(iota_floats(32, 0.0f, 1.0f)),
+                         executor_->allocate(0, 128, 0)},
+                        dynamic_scalars(add_one)),
+                   stream_);
+    const std::vector<float> x = iota_floats(20, 0.0f, 1.0f);  // x[r][c] = 5 r + c
+    const runtime::DeviceAddress sx = upload(x);
+    const runtime::DeviceAddress sy = executor_->allocate(0, static_cast<size_t>(4 * count), 0);
+    std::vector<int64_t> r = {1, 2, 3}, c = {1, 3, 4};
+    r.resize(static_cast<size_t>(count));
+    c.resize(static_cast<size_t>(count));
+    executor_->run(executable, bind({sx, reinterpret_cast<runtime::DeviceAddress>(r.data()),
+                                     reinterpret_cast<runtime::DeviceAddress>(c.data()), sy}),
+                   stream_);
+    std::fill(r.begin(), r.end(), 0);  // run() has taken their bytes already
+    std::fill(c.begin(), c.end(), 0);
+    const std::vector<float> y = download<float>(sy, static_cast<size_t>(count));
+    const std::vector<float> expected = {6.0f, 13.0f, 19.0f};
+    for (size_t i = 0; i < y.size(); ++i) EXPECT_EQ(y[i], expected[i]) << count << " indices, element " << i;
+  }
+}
+
 TEST_F(PjrtExecutorTest, CapacityBoundsAllocationsAndStatisticsFollowThem) {
   auto bounded = PjrtExecutor::create("cpu", torch_tpu::executors::pjrt::testing::search_dirs(), 1000);
   const runtime::DeviceAddress a = bounded->allocate(0, 600, 0);

@@ -316,10 +316,48 @@ TEST_F(PjrtIndexingLoweringTest, ScatterNegativeIndexFailsTheRun) {
   EXPECT_TRUE(contains(message, "aten::scatter.src: an index is out of bounds for dimension 0 with size 3")) << message;
 }
 
-TEST_F(PjrtIndexingLoweringTest, HalfPrecisionScatterAddIsRefused) {
-  const Input b = input(DType::kBFloat16, {3}, std::vector<uint16_t>{0, 0, 0});
-  EXPECT_FALSE(lowers(op_program("aten::scatter_add", {b, i64({3}, {0, 0, 1}), b},
-                                 {Arg::input(0), integer(0), Arg::input(1), Arg::input(2)}, row_major(DType::kBFloat16, {3}), false)));
+// ATen accumulates half-precision scatter sums in float and rounds once (PyTorch 2.13 CPU:
+// [256, 3, 0].scatter_add(0, [0, 0, 1], [1, 1, 4]) in bf16 is [258, 7, 0], where rounding after
+// each update would keep 256); a mean divides that rounded sum by the count: [86, 3.5, 0].
+TEST_F(PjrtIndexingLoweringTest, HalfPrecisionScatterSumsAccumulateInFloat) {
+  const auto bf16s = [](std::vector<float> values) {
+    std::vector<uint16_t> bits;
+    for (const float v : values) bits.push_back(to_bf16(v));
+    return bits;
+  };
+  const std::vector<Input> inputs = {input(DType::kBFloat16, {3}, bf16s({256, 3, 0})), i64({3}, {0, 0, 1}),
+                                     input(DType::kBFloat16, {3}, bf16s({1, 1, 4}))};
+  EXPECT_EQ(run<uint16_t>("aten::scatter_add", inputs, {Arg::input(0), integer(0), Arg::input(1), Arg::input(2)},
+                          row_major(DType::kBFloat16, {3})),
+            bf16s({258, 7, 0}));
+  EXPECT_EQ(run<uint16_t>("aten::scatter_reduce.two", inputs,
+                          {Arg::input(0), integer(0), Arg::input(1), Arg::input(2), text("mean"), boolean(true)},
+                          row_major(DType::kBFloat16, {3})),
+            bf16s({86, 3.5, 0}));
+  EXPECT_EQ(run<uint16_t>("aten::scatter_reduce.two", inputs,
+                          {Arg::input(0), integer(0), Arg::input(1), Arg::input(2), text("sum"), boolean(false)},
+                          row_major(DType::kBFloat16, {3})),
+            bf16s({2, 4, 0}));
+}
+
+// A 0-d self, index or src counts as 1-D of one element (PyTorch 2.13 CPU: gather(2.5, 0, 0)
+// is 2.5; gather([1, 2, 3], 0, 2) is 3; scatter_add(2.5, 0, 0, 1.5) is 4).
+TEST_F(PjrtIndexingLoweringTest, ZeroDimensionalOperandsCountAsOneElement) {
+  EXPECT_EQ(run<float>("aten::gather", {f32({}, {2.5f}), i64({}, {0})}, {Arg::input(0), integer(0), Arg::input(1), boolean(false)},
+                       row_major(DType::kFloat32, {})),
+            (std::vector<float>{2.5f}));
+  EXPECT_EQ(run<float>("aten::gather", {f32({3}, {1, 2, 3}), i64({}, {2})}, {Arg::input(0), integer(-1), Arg::input(1), boolean(false)},
+                       row_major(DType::kFloat32, {})),
+            (std::vector<float>{3}));
+  EXPECT_EQ(run<float>("aten::index_select", {f32({}, {2.5f}), i64({1}, {0})}, {Arg::input(0), integer(0), Arg::input(1)},
+                       row_major(DType::kFloat32, {})),
+            (std::vector<float>{2.5f}));
+  EXPECT_EQ(run<float>("aten::scatter_add", {f32({}, {2.5f}), i64({}, {0}), f32({}, {1.5f})},
+                       {Arg::input(0), integer(0), Arg::input(1), Arg::input(2)}, row_major(DType::kFloat32, {})),
+            (std::vector<float>{4}));
+  const std::string message = run_failure("aten::scatter.src", {f32({}, {2.5f}), i64({}, {1}), f32({}, {1.5f})},
+                                          {Arg::input(0), integer(0), Arg::input(1), Arg::input(2)}, row_major(DType::kFloat32, {}));
+  EXPECT_TRUE(contains(message, "out of bounds for dimension 0 with size 1")) << message;
 }
 
 // ---- index_add, index_copy, embedding_dense_backward ----
@@ -374,4 +412,29 @@ TEST_F(PjrtIndexingLoweringTest, TakeWrapsNegativeIndices) {
   const std::string message = run_failure("aten::take", {f32({2, 3}, x), i64({1}, {6})}, {Arg::input(0), Arg::input(1)},
                                           row_major(DType::kFloat32, {1}));
   EXPECT_TRUE(contains(message, "aten::take: out of range")) << message;
+}
+
+// ---- cat, where, isneginf ----
+
+// cat skips a 1-D input without elements whatever the others' rank (PyTorch 2.13 CPU:
+// cat([empty(0), [[0, 1], [2, 3]]], 1) is [[0, 1], [2, 3]]).
+TEST_F(PjrtIndexingLoweringTest, CatSkipsAnEmptyOneDimensionalInput) {
+  EXPECT_EQ(run<float>("aten::cat", {f32({0}, {}), f32({2, 2}, {0, 1, 2, 3}), f32({2, 1}, {4, 5})},
+                       {Arg::inputs({0, 1, 2}), integer(1)}, row_major(DType::kFloat32, {2, 3})),
+            (std::vector<float>{0, 1, 4, 2, 3, 5}));
+}
+
+// where.self_out (what _safe_softmax's decomposition writes through) and isneginf / isposinf.
+TEST_F(PjrtIndexingLoweringTest, WhereOutAndInfinityTests) {
+  const float inf = std::numeric_limits<float>::infinity();
+  const Input x = f32({4}, {-inf, 1, inf, -2});
+  EXPECT_EQ(run<uint8_t>("aten::isneginf", {x}, {Arg::input(0)}, row_major(DType::kBool, {4})), (std::vector<uint8_t>{1, 0, 0, 0}));
+  EXPECT_EQ(run<uint8_t>("aten::isposinf", {x}, {Arg::input(0)}, row_major(DType::kBool, {4})), (std::vector<uint8_t>{0, 0, 1, 0}));
+  EXPECT_EQ(run<uint8_t>("aten::isneginf", {i64({2}, {std::numeric_limits<int64_t>::min(), 0})}, {Arg::input(0)},
+                         row_major(DType::kBool, {2})),
+            (std::vector<uint8_t>{0, 0}));
+  EXPECT_EQ(run<float>("aten::where.self_out", {input(DType::kBool, {4}, std::vector<uint8_t>{1, 0, 1, 0}), x, f32({}, {0}),
+                                                f32({4}, {9, 9, 9, 9})},
+                       {Arg::input(0), Arg::input(1), Arg::input(2), Arg::input(3)}, row_major(DType::kFloat32, {4})),
+            (std::vector<float>{-inf, 0, inf, 0}));
 }

@@ -2,6 +2,9 @@
 // pooling.cpp, upsample.cpp) on the CPU plugin, against values PyTorch 2.13's CPU kernels computed for the
 // same inputs (tests/cpp keeps no torch: they are written out below). Inputs are the exact
 // pattern (((i * 7 + seed * 3) % 11) - 5) / 4, representable in every floating dtype.
+#include <limits>
+#include <utility>
+
 #include "pjrt_lowering_harness.h"
 
 using namespace torch_tpu;
@@ -432,4 +435,53 @@ TEST_F(NnLoweringTest, BatchNormLegitNoStatsNormalizesWithBatchStatistics) {
   expect_near(results[0], kNoStatsOut, 1e-13, "out");
   expect_near(results[1], kNoStatsMean, 1e-14, "save_mean");
   expect_near(results[2], kNoStatsRstd, 1e-13, "save_invstd");
+}
+
+// _cdist_forward (distance.cpp): each p's rule, and p = 2 through ATen's matrix-product form
+// (compute_mode 1). Expected: PyTorch 2.13 CPU, torch.cdist([[0, 0], [1, 1], [3, 4]],
+// [[0, 0], [1, 0]], p).
+TEST_F(NnLoweringTest, CdistForwardFollowsEachNormAndTheProductForm) {
+  const std::vector<std::pair<double, std::vector<double>>> cases = {
+      {0.0, {0, 1, 2, 1, 2, 2}},
+      {1.0, {0, 1, 2, 1, 7, 6}},
+      {2.0, {0, 1, 1.4142135381698608, 1, 5, 4.4721360206604}},
+      {3.0, {0, 1, 1.2599210739135742, 1, 4.497941493988037, 4.160167694091797}},
+      {std::numeric_limits<double>::infinity(), {0, 1, 1, 1, 4, 4}},
+  };
+  for (const int64_t mode : {2, 1}) {
+    for (const auto& [p, expected] : cases) {
+      if (mode == 1 && p != 2.0) continue;
+      const auto results = run_op(
+          "aten::_cdist_forward",
+          {{DType::kFloat32, {3, 2}, 0, {0, 0, 1, 1, 3, 4}}, {DType::kFloat32, {2, 2}, 0, {0, 0, 1, 0}}},
+          [p = p, mode](const std::vector<Argument>& t) {
+            return std::vector<Argument>{t[0], t[1], Argument::double_value(p), Argument::int_value(mode)};
+          },
+          {f32({3, 2})});
+      ASSERT_EQ(results[0].size(), expected.size());
+      for (size_t i = 0; i < expected.size(); ++i) {
+        EXPECT_NEAR(results[0][i], expected[i], 1e-6) << "p " << p << " mode " << mode << " element " << i;
+      }
+    }
+  }
+}
+
+// _pdist_forward: the rows' distances for i < j in (i, j) order. Expected: PyTorch 2.13 CPU,
+// torch.pdist([[0, 0], [1, 1], [3, 4]], p).
+TEST_F(NnLoweringTest, PdistForwardReadsTheUpperTriangleInRowOrder) {
+  const std::vector<std::pair<double, std::vector<double>>> cases = {
+      {0.0, {2, 2, 2}},
+      {1.0, {2, 7, 5}},
+      {2.0, {1.4142135381698608, 5, 3.605551242828369}},
+      {3.0, {1.2599210739135742, 4.497941493988037, 3.271066427230835}},
+      {std::numeric_limits<double>::infinity(), {1, 4, 3}},
+  };
+  for (const auto& [p, expected] : cases) {
+    const auto results = run_op(
+        "aten::_pdist_forward", {{DType::kFloat32, {3, 2}, 0, {0, 0, 1, 1, 3, 4}}},
+        [p = p](const std::vector<Argument>& t) { return std::vector<Argument>{t[0], Argument::double_value(p)}; },
+        {f32({3})});
+    ASSERT_EQ(results[0].size(), expected.size());
+    for (size_t i = 0; i < expected.size(); ++i) EXPECT_NEAR(results[0][i], expected[i], 1e-6) << "p " << p << " element " << i;
+  }
 }

@@ -210,6 +210,102 @@ print(json.dumps({"close": close, "fallbacks": m["fallbacks"], "reasons": m["fal
     assert result["fallbacks"] == {}, result["reasons"]
 
 
+def test_indexing_edge_forms_lower_natively_and_match_cpu():
+    # The OpInfo samples that took the host kernel: 0-d self / index / src (ATen treats them as
+    # 1-D of one element), cat's skipped 1-D empty input, half-precision scatter sums and means
+    # (ATen accumulates them in float), _safe_softmax's isneginf and where.self_out.
+    result = run_json("""
+torch.manual_seed(0)
+def cases(d):
+    s0, i0 = torch.tensor(2.5, device=d), torch.tensor(0, device=d)
+    x = torch.arange(20., device=d).reshape(4, 5)
+    h = torch.randn(10, 5, generator=torch.Generator().manual_seed(1)).to(d)
+    ix = torch.randint(0, 10, (20, 5), generator=torch.Generator().manual_seed(2)).to(d)
+    src = torch.randn(20, 5, generator=torch.Generator().manual_seed(3)).to(d)
+    out = {
+        "gather_0d": torch.gather(s0, 0, i0), "gather_0d_index": torch.gather(x[0], 0, i0),
+        "index_select_0d": torch.index_select(s0, 0, torch.tensor([0], device=d)),
+        "scatter_0d": torch.scatter(s0, 0, i0, torch.tensor(1.5, device=d)),
+        "scatter_value_0d": torch.scatter(s0, 0, i0, 4.0),
+        "scatter_add_0d": torch.scatter_add(s0, 0, i0, torch.tensor(1.5, device=d)),
+        "scatter_reduce_0d": torch.scatter_reduce(s0, 0, i0, torch.tensor(1.5, device=d), "prod"),
+        "cat_empty": torch.cat([torch.empty(0, device=d), x], dim=1),
+        "take_along_dim": torch.take_along_dim(x, torch.tensor([[1], [0], [4], [2]], device=d), dim=1),
+        "safe_softmax": torch.ops.aten._safe_softmax.default(
+            x.masked_fill(x > 12, float("-inf")).masked_fill(x < 3, float("-inf")), 1),
+    }
+    for dt in (torch.bfloat16, torch.float16):
+        for red in ("sum", "prod", "mean"):
+            for inc in (True, False):
+                out[f"{dt}_{red}_{inc}"] = h.to(dt).scatter_reduce(0, ix, src.to(dt), red, include_self=inc)
+        out[f"{dt}_scatter_add"] = h.to(dt).scatter_add(0, ix, src.to(dt))
+        out[f"{dt}_scatter_add_mul"] = h.to(dt).scatter(0, ix, src.to(dt), reduce="multiply")
+    return out
+cpu = cases("cpu")
+tpu = cases("tpu")
+# Bit for bit, but softmax's exp, which XLA computes within an ulp of ATen's.
+same = {k: tpu[k].shape == cpu[k].shape and bool(torch.allclose(tpu[k].cpu(), cpu[k], rtol=1e-6 if k == "safe_softmax" else 0,
+                                                                atol=0, equal_nan=True)) for k in cpu}
+m = torch_tpu.metrics()
+print(json.dumps({"same": same, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}))
+""")
+    assert all(result["same"].values()), result["same"]
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
+def test_cdist_and_pdist_lower_natively_for_every_norm_and_compute_mode():
+    # _cdist_forward and _pdist_forward: p = 0, 1, 2, 3, 0.5, inf; p = 2 through ATen's matrix-product form when
+    # compute_mode asks for it or a side has more than 25 rows; batch dimensions broadcast.
+    result = run_json("""
+torch.manual_seed(0)
+errors = {}
+for dt in (torch.float32, torch.float64):
+    for s1, s2 in [((30, 4), (7, 4)), ((2, 1, 5, 3), (3, 6, 3))]:
+        a, b = torch.randn(*s1, dtype=dt), torch.randn(*s2, dtype=dt)
+        for p in (0.0, 1.0, 2.0, 3.0, 0.5, float("inf")):
+            for mode in ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist", "donot_use_mm_for_euclid_dist"):
+                tpu = torch.cdist(a.to("tpu"), b.to("tpu"), p, mode).cpu()
+                errors[f"{dt}_{s1}_{p}_{mode}"] = float((tpu - torch.cdist(a, b, p, mode)).abs().max())
+    x = torch.randn(40, 6, dtype=dt)
+    for p in (0.0, 1.0, 2.0, 3.0, 0.5, float("inf")):
+        errors[f"pdist_{dt}_{p}"] = float((torch.pdist(x.to("tpu"), p).cpu() - torch.pdist(x, p)).abs().max())
+m = torch_tpu.metrics()
+print(json.dumps({"errors": errors, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}))
+""")
+    for name, error in result["errors"].items():
+        assert error < 1e-5, (name, error)
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_index_tensors_in_host_memory_run_natively(mode):
+    # x[cpu_rows, cpu_cols] passes CPU index tensors: host storages the program uploads when it
+    # runs. Several in one program (and in one fused program) each read their own bytes.
+    result = run_json(f"""
+torch_tpu.set_mode("{mode}")
+torch.manual_seed(0)
+a = torch.randn(6, 7)
+x = a.to("tpu")
+checks = {{}}
+for k in range(4):
+    rows, cols = torch.randint(0, 6, (k + 1,)), torch.randint(-7, 7, (k + 1,))
+    checks[f"index_{{k}}"] = torch.equal(x[rows, cols].cpu(), a[rows, cols])
+    y, b = x.clone(), a.clone()
+    y[rows, cols] = torch.arange(k + 1.0, device="tpu")
+    b[rows, cols] = torch.arange(k + 1.0)
+    y.index_put_((rows, cols), torch.ones(k + 1, device="tpu"), accumulate=True)
+    b.index_put_((rows, cols), torch.ones(k + 1), accumulate=True)
+    checks[f"index_put_{{k}}"] = torch.equal(y.cpu(), b)
+r1, r2 = torch.tensor([0, 5, 2]), torch.tensor([3, 1, 1])
+c1, c2 = torch.tensor([6, 0, 1]), torch.tensor([2, 2, 4])
+checks["two_in_one_program"] = torch.equal((x[r1, c1] + x[r2, c2]).cpu(), a[r1, c1] + a[r2, c2])
+m = torch_tpu.metrics()
+print(json.dumps({{"checks": checks, "fallbacks": m["fallbacks"], "reasons": m["fallback_reasons"]}}))
+""")
+    assert all(result["checks"].values()), result["checks"]
+    assert result["fallbacks"] == {}, result["reasons"]
+
+
 @pytest.mark.parametrize("mode", ["strict", "debug", "fused"])
 def test_bad_indices_and_zero_divisors_fail_naming_the_op(mode):
     # ATen raises for these; XLA would clamp the index or divide silently. The program checks

@@ -4,46 +4,62 @@
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
+namespace {
 
-// gather(self, dim, index, sparse_grad): out[i..] = self[i.. with index[i..] along dim].
+int64_t element_count(const std::vector<int64_t>& shape) {
+  int64_t count = 1;
+  for (const int64_t size : shape) count *= size;
+  return count;
+}
+
+}  // namespace
+
+// gather(self, dim, index, sparse_grad): out[i..] = self[i.. with index[i..] along dim]. A 0-d
+// self or index counts as 1-D of one element (ATen's ensure_nonempty_dim); out has index's sizes.
 std::vector<Tensor> lower_gather(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   FunctionBuilder& builder = context.builder();
-  const Tensor self = context.tensor(0);
+  const Tensor self = at_least_1d(builder, context.tensor(0));
   if (self.dtype != out.dtype) context.refuse("gather into another dtype");
-  if (self.shape.empty()) context.refuse("a 0-d input");
-  if (out.sizes.size() != self.shape.size()) context.refuse("an index of another rank than the input");
+  const std::vector<int64_t> shape = out.sizes.empty() ? std::vector<int64_t>{1} : out.sizes;
+  if (shape.size() != self.shape.size()) context.refuse("an index of another rank than the input");
   if (context.arg(1).kind != ir::Argument::Kind::kInt) context.refuse("a dim that is not an int");
   const int64_t dim = normalized_dim(context, context.arg(1).integer, self.shape.size());
-  const Tensor index = index_operand(context, 2);
+  const Tensor index = at_least_1d(builder, index_operand(context, 2));
+  if (index.shape != shape) context.refuse("an output shape other than the index's");
   if (index.numel() == 0) return {builder.zeros(out.dtype, out.sizes)};
   if (self.numel() == 0) context.refuse("an empty input");
   const int64_t size = self.shape[static_cast<size_t>(dim)];
   context.check(out_of_range(builder, index, size),
                 "an index is out of bounds for dimension " + std::to_string(dim) + " with size " + std::to_string(size));
-  return {take_linear(builder, self, linear_positions(builder, self.shape, out.sizes, dim, index))};
+  const Tensor taken = take_linear(builder, self, linear_positions(builder, self.shape, shape, dim, index));
+  return {builder.reshape(taken, out.sizes)};
 }
 
-// index_select(self, dim, index): self's slices along dim at the (1-d or 0-d) index's values.
+// index_select(self, dim, index): self's slices along dim at the (1-d or 0-d) index's values; a
+// 0-d self counts as 1-D of one element, its result 0-d.
 std::vector<Tensor> lower_index_select(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   FunctionBuilder& builder = context.builder();
-  const Tensor self = context.tensor(0);
+  const Tensor self = at_least_1d(builder, context.tensor(0));
   if (self.dtype != out.dtype) context.refuse("index_select into another dtype");
-  if (self.shape.empty()) context.refuse("a 0-d input");
   if (context.arg(1).kind != ir::Argument::Kind::kInt) context.refuse("a dim that is not an int");
   const int64_t dim = normalized_dim(context, context.arg(1).integer, self.shape.size());
   Tensor index = index_operand(context, 2);
   if (index.shape.size() > 1) context.refuse("an index of rank above 1");
-  if (out.sizes.size() != self.shape.size() || out.sizes[static_cast<size_t>(dim)] != index.numel()) {
+  std::vector<int64_t> shape = self.shape;
+  shape[static_cast<size_t>(dim)] = index.numel();
+  if (element_count(shape) != element_count(out.sizes) ||
+      (out.sizes.size() == self.shape.size() && out.sizes != shape)) {
     context.refuse("an output shape other than index_select's");
   }
   if (index.numel() == 0) return {builder.zeros(out.dtype, out.sizes)};
   if (self.numel() == 0) context.refuse("an empty input");
   index = builder.reshape(index, {index.numel()});
   context.check(out_of_range(builder, index, self.shape[static_cast<size_t>(dim)]), "index out of range in self");
-  const Tensor along = builder.broadcast_in_dim(index, out.sizes, {dim});
-  return {take_linear(builder, self, linear_positions(builder, self.shape, out.sizes, dim, along))};
+  const Tensor along = builder.broadcast_in_dim(index, shape, {dim});
+  const Tensor taken = take_linear(builder, self, linear_positions(builder, self.shape, shape, dim, along));
+  return {builder.reshape(taken, out.sizes)};
 }
 
 // take(self, index): self's elements, seen as 1-D, at index (any shape); negative indices count

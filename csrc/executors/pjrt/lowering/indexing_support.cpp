@@ -51,6 +51,10 @@ std::vector<int64_t> row_major_strides(const std::vector<int64_t>& shape) {
   return strides;
 }
 
+Tensor at_least_1d(FunctionBuilder& builder, const Tensor& x) {
+  return x.shape.empty() ? builder.reshape(x, {1}) : x;
+}
+
 Tensor take_linear(FunctionBuilder& builder, const Tensor& self, const Tensor& linear) {
   const Tensor flat = builder.reshape(self, {self.numel()});
   return builder.op("stablehlo.gather", {flat, linear}, self.dtype, linear.shape,

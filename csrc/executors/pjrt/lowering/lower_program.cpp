@@ -60,12 +60,6 @@ std::vector<std::optional<Tensor>> OpContext::optional_tensor_list(size_t index)
     if (id == ir::kNoValue) {
       tensors.emplace_back();
     } else {
-      // TODO(#22): CPU index tensors (aten::index accepts them; x[[0, 2], [1, 3]] makes them)
-      // read wrong values when several share a program; they take the host kernel until then.
-      const ir::Value& value = program_.values[static_cast<size_t>(id)];
-      if (program_.storages[static_cast<size_t>(value.storage)].on_host) {
-        refuse("an index tensor in host memory");
-      }
       tensors.emplace_back(read_(static_cast<ir::ValueId>(id)));
     }
   }

@@ -153,6 +153,8 @@ std::vector<Tensor> lower_where(OpContext& context);      // where.self
 std::vector<Tensor> lower_mm(OpContext& context);         // mm, mm.out
 std::vector<Tensor> lower_bmm(OpContext& context);        // bmm, bmm.out
 std::vector<Tensor> lower_addmm(OpContext& context);      // addmm, addmm.out
+std::vector<Tensor> lower_cdist_forward(OpContext& context);  // _cdist_forward (+ .out), distance.cpp
+std::vector<Tensor> lower_pdist_forward(OpContext& context);  // _pdist_forward (+ .out)
 std::vector<Tensor> lower_threshold_backward(OpContext& context);
 std::vector<Tensor> lower_mse_loss(OpContext& context);   // mse_loss (+ .out)
 std::vector<Tensor> lower_addcmul(OpContext& context);    // addcmul (+ .out, _)
@@ -249,6 +251,8 @@ Tensor coordinate_term(FunctionBuilder& builder, const std::vector<int64_t>& sha
 // (i64 of `shape`) and whose other coordinates are its own.
 Tensor linear_positions(FunctionBuilder& builder, const std::vector<int64_t>& self_shape,
                         const std::vector<int64_t>& shape, int64_t dim, const Tensor& along);
+// `x` as 1-D of one element when 0-d, else as it is: ATen's indexing ops treat a 0-d tensor so.
+Tensor at_least_1d(FunctionBuilder& builder, const Tensor& x);
 // Tensor argument `index` as i64; refuses a dtype other than int64 / int32.
 Tensor index_operand(OpContext& context, size_t index);
 // True where an index lies outside [0, size).

@@ -154,8 +154,10 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_gt, comparison_forms("gt")},
         {lower_ge, comparison_forms("ge")},
         {lower_where, {"aten::where.self", "aten::where.self_out"}},
-        // matmul.cpp
+        // matmul.cpp, distance.cpp
         {lower_mm, with_out("mm")},
+        {lower_cdist_forward, with_out("_cdist_forward")},
+        {lower_pdist_forward, with_out("_pdist_forward")},
         {lower_bmm, with_out("bmm")},
         {lower_addmm, with_out("addmm")},
         // activation.cpp

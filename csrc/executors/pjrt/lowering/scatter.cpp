@@ -1,9 +1,11 @@
 // scatter and its reductions: self with src's (or a Scalar's) elements written at index along
 // dim, out[..index[i][j]..] <op>= src[i][j]. Indices are checked at run time (ATen raises for one
-// outside [0, size), negative ones included). ATen's serial loop over dim decides the writes:
-// a plain scatter keeps the last write where positions repeat (done exactly here); sums and
-// products may differ from its order within float rounding, so half precision, which ATen
-// rounds after each update, is refused for them; max / min are exact.
+// outside [0, size), negative ones included). A 0-d self, index or src counts as 1-D of one
+// element. ATen's serial loop over dim decides the writes: a plain scatter keeps the last write
+// where positions repeat (done exactly here); float sums and products may differ from its order
+// within rounding; max / min are exact. Half-precision sums and products accumulate in float and
+// round once, as ATen's CPU kernels do (opmath: measured against PyTorch 2.13, bit for bit), and a
+// mean divides that rounded sum by the count in half precision.
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -80,53 +82,56 @@ std::vector<Tensor> scatter(OpContext& context, Reduction reduction, bool includ
                             const std::function<Tensor(const std::vector<int64_t>&)>& make_updates) {
   const ir::TensorType& out = context.return_type(0);
   FunctionBuilder& builder = context.builder();
-  const Tensor self = context.tensor(0);
-  if (self.dtype != out.dtype || self.shape != out.sizes) context.refuse("an output of another dtype or shape");
-  if (self.shape.empty()) context.refuse("a 0-d input");
+  const Tensor self = at_least_1d(builder, context.tensor(0));
+  if (self.dtype != out.dtype || self.shape != (out.sizes.empty() ? std::vector<int64_t>{1} : out.sizes)) {
+    context.refuse("an output of another dtype or shape");
+  }
   if (context.arg(1).kind != ir::Argument::Kind::kInt) context.refuse("a dim that is not an int");
   const int64_t dim = normalized_dim(context, context.arg(1).integer, self.shape.size());
-  if (reduction != Reduction::kAssign && reduction != Reduction::kMax && reduction != Reduction::kMin &&
-      is_half_precision(out.dtype)) {
-    context.refuse("a half-precision sum or product (ATen rounds after each update, in its order)");
-  }
   if (reduction == Reduction::kMean && out.dtype == DType::kBool) context.refuse("the mean of bool");
-  const Tensor index = index_operand(context, 2);
+  const Tensor index = at_least_1d(builder, index_operand(context, 2));
   if (index.shape.size() != self.shape.size()) context.refuse("an index of another rank than self");
-  if (index.numel() == 0) return {self};
+  if (index.numel() == 0) return {builder.reshape(self, out.sizes)};
   const int64_t size = self.shape[static_cast<size_t>(dim)];
   context.check(out_of_range(builder, index, size),
                 "an index is out of bounds for dimension " + std::to_string(dim) + " with size " + std::to_string(size));
   const int64_t count = index.numel();
   const Tensor positions =
       builder.reshape(linear_positions(builder, self.shape, index.shape, dim, index), {count});
-  const Tensor updates = builder.reshape(make_updates(index.shape), {count});
+  Tensor updates = builder.reshape(make_updates(index.shape), {count});
   Tensor flat = builder.reshape(self, {self.numel()});
   if (reduction == Reduction::kAssign) {
-    return {builder.reshape(assign_linear_last_wins(builder, flat, positions, updates), self.shape)};
+    return {builder.reshape(assign_linear_last_wins(builder, flat, positions, updates), out.sizes)};
   }
+  // Sums and products of half-precision elements accumulate in float (ATen's opmath).
+  const bool widened = is_half_precision(out.dtype) && reduction != Reduction::kMax && reduction != Reduction::kMin;
+  const DType compute = widened ? DType::kFloat32 : out.dtype;
   std::optional<Tensor> written;
   if (!include_self || reduction == Reduction::kMean) written = written_mask(builder, self.numel(), positions);
   if (!include_self) flat = builder.select(*written, identity(builder, reduction, out.dtype, flat.shape), flat);
-  Tensor result = scatter_linear(builder, flat, positions, updates, combine_of(reduction, out.dtype));
+  Tensor result = scatter_linear(builder, builder.convert(flat, compute), positions, builder.convert(updates, compute),
+                                 combine_of(reduction, compute));
+  result = builder.convert(result, out.dtype);
   if (reduction == Reduction::kMean) {
-    // ATen divides by the count of updates (+ 1 with self), counted in self's dtype, 1 where
-    // nothing was written; floor division for integers.
-    const Tensor ones = builder.convert(builder.splat("1", DType::kInt64, {count}), out.dtype);
-    const Tensor start = include_self ? builder.convert(builder.splat("1", DType::kInt64, flat.shape), out.dtype)
-                                      : builder.zeros(out.dtype, flat.shape);
-    Tensor counts = scatter_linear(builder, start, positions, ones, combine_of(Reduction::kSum, out.dtype));
+    // ATen divides the sum, rounded to self's dtype, by the count of updates (+ 1 with self),
+    // counted in self's dtype, 1 where nothing was written; floor division for integers.
+    const Tensor ones = builder.convert(builder.splat("1", DType::kInt64, {count}), compute);
+    const Tensor start = include_self ? builder.convert(builder.splat("1", DType::kInt64, flat.shape), compute)
+                                      : builder.zeros(compute, flat.shape);
+    Tensor counts = builder.convert(scatter_linear(builder, start, positions, ones, combine_of(Reduction::kSum, compute)),
+                                    out.dtype);
     counts = builder.select(*written, counts, builder.convert(builder.splat("1", DType::kInt64, flat.shape), out.dtype));
     result = is_floating(out.dtype) ? builder.binary("stablehlo.divide", result, counts)
                                     : floor_divide_by_positive(builder, result, counts);
   }
-  return {builder.reshape(result, self.shape)};
+  return {builder.reshape(result, out.sizes)};
 }
 
 // src (argument 3) cut to index's sizes: scatter reads src[i][j] for the index's coordinates.
 std::function<Tensor(const std::vector<int64_t>&)> from_src(OpContext& context) {
   return [&context](const std::vector<int64_t>& shape) {
     FunctionBuilder& builder = context.builder();
-    const Tensor src = context.tensor(3);
+    const Tensor src = at_least_1d(builder, context.tensor(3));
     if (src.dtype != context.return_type(0).dtype) context.refuse("src of another dtype than self");
     if (src.shape.size() != shape.size()) context.refuse("src of another rank than index");
     if (src.shape == shape) return src;
