@@ -36,11 +36,6 @@ Shifted shift(FunctionBuilder& builder, const Tensor& x, int64_t dim) {
   return {shifted, builder.broadcast_to(builder.unary("stablehlo.log", sum), x.shape)};
 }
 
-// A 0-d tensor as [1] (its dim may be 0 or -1), as ATen's host_softmax views it; others as they are.
-Tensor at_least_1d(FunctionBuilder& builder, const Tensor& x) {
-  return x.shape.empty() ? builder.reshape(x, {1}) : x;
-}
-
 // The dimension argument `index` of a softmax over `x` (already at least 1-d), `rank` the
 // input's own rank (0 or more).
 int64_t softmax_dim(OpContext& context, size_t index, size_t rank) {
