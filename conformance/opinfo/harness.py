@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import traceback
+import zlib
 
 import torch
 from torch.utils import _pytree as pytree
@@ -198,6 +199,9 @@ def evaluate(op) -> list[DtypeResult]:
             continue
         result = DtypeResult(name, dtype_name)
         with_grad = dtype == torch.float32 and op.supports_autograd
+        # Samples drawn from a seed of their own (op, dtype): the full sweep and the CI tier,
+        # which run different sequences of ops in a worker, test the same values.
+        torch.manual_seed(zlib.crc32(f"{name}/{dtype_name}".encode()))
         try:
             samples = op.sample_inputs("tpu", dtype, requires_grad=with_grad)
             for sample in samples:

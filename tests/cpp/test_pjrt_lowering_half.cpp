@@ -25,9 +25,6 @@ const std::vector<double> kLayerNormOneElementBf16 = {0.00103759765625, 0.0, 0.0
 const std::vector<double> kLayerNormBf16Out = {0.90625, -0.09326171875, 0.8671875, -0.984375, 0.150390625, -2.5, 1.3515625, 0.150390625, 0.61328125, 1.15625, 1.0625, 0.78125, 0.150390625, -2.5, 1.3515625, 0.150390625, 0.61328125, 1.15625, 1.0625, 0.78125, -0.271484375, -1.0546875, 0.6171875, -0.54296875};
 const std::vector<double> kLayerNormBf16Rstd = {0.349609375, 0.53515625, 0.427734375, 0.53515625, 0.427734375, 0.427734375};
 // _native_batch_norm_legit training of pattern 4 x 3 [3, 2, 2, 2], weight pattern 1, bias pattern 2.
-const std::vector<double> kBatchNormBf16Out = {0.75390625, -0.33203125, 0.2890625, 0.91015625, -0.1953125, -1.859375, 1.0546875, -0.61328125, 0.59765625, -0.48828125, 0.1337890625, 0.75390625, 0.2197265625, -1.4453125, -3.109375, -0.1953125, 0.443359375, -0.64453125, -0.021728515625, 0.59765625, 0.63671875, -1.0234375, -2.6875, 0.2197265625};
-const std::vector<double> kBatchNormBf16Mean = {-0.5625, 0.5};
-const std::vector<double> kBatchNormBf16Invstd = {0.4140625, 0.443359375};
 // kBilinearBf16Out [1, 1, 5, 6]: upsample_bilinear2d(pattern 4 [1, 1, 3, 4], [5, 6], False).
 const std::vector<double> kBilinearBf16Out = {-1.0, -0.125, 0.58203125, -0.08349609375, -0.75, -1.25, -0.400390625, -0.0751953125, 0.267578125, 0.333984375, -0.150390625, -0.6484375, 0.5, 0.0, -0.2080078125, 0.95703125, 0.75, 0.25, -0.25, 0.0751953125, 0.416015625, 0.482421875, -1.7881393432617188e-07, -0.5, -0.75, 0.125, 0.83203125, 0.1669921875, -0.5, -1.0};
 const std::vector<double> kRoundInput = {-4.625, 1.8515625, -1.8515625, 4.625, 0.92578125, -2.78125, 3.703125, 0.0, -3.703125, 2.78125, -0.92578125, -4.625};
@@ -104,8 +101,9 @@ TEST_F(HalfLoweringTest, LayerNormWithWeightAndBias) {
   expect_near(results[2], kLayerNormBf16Rstd, 0.0, "rstd");
 }
 
-TEST_F(HalfLoweringTest, BatchNormTrainingNormalizesWithTheRoundedStatistics) {
-  const auto results = run_op(
+TEST_F(HalfLoweringTest, BatchNormTrainingIsRefused) {
+  // Random bfloat16 inputs differ from ATen's beyond tolerance in about a quarter of the tries.
+  const std::string why = refusal(
       "aten::_native_batch_norm_legit.no_stats",
       {{DType::kBFloat16, {3, 2, 2, 2}, 4, pattern({3, 2, 2, 2}, 4, 3.0)}, {DType::kBFloat16, {2}, 1},
        {DType::kBFloat16, {2}, 2}},
@@ -114,9 +112,7 @@ TEST_F(HalfLoweringTest, BatchNormTrainingNormalizesWithTheRoundedStatistics) {
                                      Argument::double_value(1e-5)};
       },
       {bf16({3, 2, 2, 2}), bf16({2}), bf16({2})});
-  expect_near(results[0], kBatchNormBf16Out, 0.0, "out");
-  expect_near(results[1], kBatchNormBf16Mean, 0.0, "save_mean");
-  expect_near(results[2], kBatchNormBf16Invstd, 0.0, "save_invstd");
+  EXPECT_NE(why.find("half-precision training"), std::string::npos) << why;
 }
 
 TEST_F(HalfLoweringTest, UpsampleBilinear2d) {

@@ -118,69 +118,6 @@ void update_running_statistics(OpContext& context, size_t running, const Moments
   }
 }
 
-// `x` rounded to half-precision `dtype` and back: a value ATen stores in the dtype.
-Tensor rounded_to(FunctionBuilder& builder, const Tensor& x, DType dtype) {
-  return builder.convert(builder.convert(x, dtype), x.dtype);
-}
-
-// Half-precision batch norm training (x in f32), as ATen's CPU kernel rounds its steps; measured
-// against PyTorch 2.13 CPU on random inputs (contiguous, weight and statistics of x's dtype):
-// - the mean (f32) and the variance sum from it are accumulated in float; the saved mean and
-//   1/sqrt(var_sum / N + eps) are stored in the dtype, and the output is x * alpha + beta (f32,
-//   rounded once) from those stored values: alpha = invstd * weight, beta = bias - mean * alpha;
-// - bfloat16 also stores the variance sum in the dtype before the invstd and the running
-//   variance, and updates the running statistics in bfloat16 arithmetic (momentum, 1 - momentum
-//   and each product rounded, as c10::BFloat16 operators do); float16 updates them in float.
-// Bit-exact except an output or running variance one rounding off now and then (summation order).
-std::vector<Tensor> half_precision_training(OpContext& context, const Tensor& x, std::optional<size_t> running,
-                                            double eps, double momentum) {
-  FunctionBuilder& builder = context.builder();
-  const ir::TensorType& out = context.return_type(0);
-  const DType half = out.dtype;
-  for (size_t index = 1; index < 5; ++index) {
-    const bool statistic = index >= 3;
-    if (statistic && !running) break;
-    if (present(context, index) && context.tensor_dtype(index) != half) context.refuse("half-precision input with float parameters");
-  }
-  if (context.return_type(1).dtype != half || context.return_type(2).dtype != half) context.refuse("saved statistics of another dtype");
-  const std::vector<int64_t> channels = {x.shape[1]};
-  const std::vector<int64_t> dims = all_but_channels(x.shape);
-  int64_t count = 1;
-  for (const int64_t d : dims) count *= x.shape[static_cast<size_t>(d)];
-  const auto expand = [&](const Tensor& s) { return builder.broadcast_in_dim(s, x.shape, {1}); };
-  const auto splat = [&](double value) { return builder.float_splat(value, x.dtype, channels); };
-  const Tensor mean = builder.binary("stablehlo.divide", reduce_sum(builder, x, dims, channels), splat(static_cast<double>(count)));
-  const Tensor centered = builder.binary("stablehlo.subtract", x, expand(mean));
-  Tensor var_sum = reduce_sum(builder, builder.binary("stablehlo.multiply", centered, centered), dims, channels);
-  const bool bfloat16 = half == DType::kBFloat16;
-  if (bfloat16) var_sum = rounded_to(builder, var_sum, half);
-  const Tensor var = builder.binary("stablehlo.divide", var_sum, splat(static_cast<double>(count)));
-  const Tensor invstd = rounded_to(
-      builder,
-      builder.binary("stablehlo.divide", splat(1.0),
-                     builder.unary("stablehlo.sqrt", builder.binary("stablehlo.add", var, splat(eps)))),
-      half);
-  const Tensor saved_mean = rounded_to(builder, mean, half);
-  const Tensor y = batch_norm_transform(context, x, saved_mean, invstd);
-  if (running) {
-    const Tensor unbiased = builder.binary("stablehlo.divide", var_sum, splat(static_cast<double>(count - 1)));
-    // bfloat16: momentum_ = BFloat16(momentum), each BFloat16 product and 1 - momentum_ rounded.
-    const auto round = [&](const Tensor& t) { return bfloat16 ? rounded_to(builder, t, half) : t; };
-    const Tensor rate = bfloat16 ? round(splat(momentum)) : splat(momentum);
-    const Tensor keep = bfloat16 ? round(builder.binary("stablehlo.subtract", splat(1.0), rate)) : splat(1.0 - momentum);
-    const Tensor batch[2] = {bfloat16 ? saved_mean : mean, unbiased};
-    for (size_t k = 0; k < 2; ++k) {
-      if (context.tensor_type(*running + k).sizes != channels) context.refuse("running statistics of another size");
-      const Tensor old = builder.convert(context.tensor(*running + k), x.dtype);
-      const Tensor kept = round(builder.binary("stablehlo.multiply", keep, old));
-      Tensor fresh = builder.binary("stablehlo.multiply", rate, batch[k]);
-      if (k == 0) fresh = round(fresh);  // BFloat16 * BFloat16; the variance's is BFloat16 * float
-      context.write_argument(*running + k, builder.convert(builder.binary("stablehlo.add", fresh, kept), half));
-    }
-  }
-  return {builder.convert(y, half), as_return(context, 1, saved_mean), as_return(context, 2, invstd)};
-}
-
 // Batch norm over (input, weight, bias) from its batch statistics (training, updating the
 // running statistics at arguments `running` and `running + 1` when given) or from those
 // running statistics (evaluation: empty saved statistics).
@@ -194,7 +131,9 @@ std::vector<Tensor> batch_norm(OpContext& context, bool training, std::optional<
   refuse_empty(context, x);
   const std::vector<int64_t> channels = {x.shape[1]};
   if (training) {
-    if (compute != out.dtype) return half_precision_training(context, x, running, eps, momentum);
+    // ATen rounds its half-precision batch statistics in ways not modelled: random bfloat16
+    // inputs differ beyond tolerance in about a quarter of the tries.
+    if (compute != out.dtype) context.refuse("half-precision training (ATen's rounding of its batch statistics)");
     const Moments m = moments(builder, x, all_but_channels(x.shape), channels, eps,
                               [&](const Tensor& s) { return builder.broadcast_in_dim(s, x.shape, {1}); });
     const Tensor y = batch_norm_transform(context, x, m.mean, m.rstd);
