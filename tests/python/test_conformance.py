@@ -2,7 +2,7 @@
 architectures, in Strict, Debug (OpInfo) and Fused mode, each failing on any regression from
 the committed full reports in conformance/reports/ (fused mode is held to Strict's report;
 conformance/*/fast_tier.py lists the samples); the OpInfo tier also on the PJRT runtime (the
-CPU plugin, Strict), held to that runtime's report."""
+CPU plugin, Strict and fused), held to that runtime's report."""
 
 import os
 import subprocess
@@ -30,12 +30,11 @@ def test_opinfo_fast_tier_has_no_regressions(mode):
     assert "0 regressions" in result.stdout
 
 
-def test_opinfo_fast_tier_on_the_pjrt_runtime_has_no_regressions():
-    # Strict, held to the PJRT runtime's own committed report (conformance/reports/
-    # opinfo_pjrt.json). Fused mode on PJRT is not held to it yet: its fast tier has not been
-    # checked since compiled programs turned XLA's excess precision off (with it on,
-    # nn.functional.cosine_similarity in bfloat16 fell outside OpInfo's tolerance).
-    result = run_check("conformance.opinfo", "strict", runtime="pjrt")
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_opinfo_fast_tier_on_the_pjrt_runtime_has_no_regressions(mode):
+    # Held to the PJRT runtime's own committed report (conformance/reports/opinfo_pjrt.json);
+    # fused mode (each flush one StableHLO program) must pass everything Strict passes.
+    result = run_check("conformance.opinfo", mode, runtime="pjrt")
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 regressions" in result.stdout
 
