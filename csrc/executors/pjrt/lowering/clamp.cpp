@@ -64,20 +64,20 @@ std::vector<Tensor> lower_clamp_tensor(OpContext& context) {
   FunctionBuilder& builder = context.builder();
   Tensor result = elementwise_operand(context, 0, out, out.dtype);
   Tensor bound;
-  if (clamp_bound(context, 1, out, out.dtype, bound)) result = nan_propagating(builder, "stablehlo.maximum", result, bound);
-  if (clamp_bound(context, 2, out, out.dtype, bound)) result = nan_propagating(builder, "stablehlo.minimum", result, bound);
+  if (clamp_bound(context, 1, out, out.dtype, bound)) result = builder.binary("stablehlo.maximum", result, bound);
+  if (clamp_bound(context, 2, out, out.dtype, bound)) result = builder.binary("stablehlo.minimum", result, bound);
   return {result};
 }
 
 std::vector<Tensor> lower_clamp_min_tensor(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
-  return {nan_propagating(context.builder(), "stablehlo.maximum", elementwise_operand(context, 0, out, out.dtype),
+  return {context.builder().binary("stablehlo.maximum", elementwise_operand(context, 0, out, out.dtype),
                           elementwise_operand(context, 1, out, out.dtype))};
 }
 
 std::vector<Tensor> lower_clamp_max_tensor(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
-  return {nan_propagating(context.builder(), "stablehlo.minimum", elementwise_operand(context, 0, out, out.dtype),
+  return {context.builder().binary("stablehlo.minimum", elementwise_operand(context, 0, out, out.dtype),
                           elementwise_operand(context, 1, out, out.dtype))};
 }
 

@@ -312,10 +312,6 @@ Tensor lowest_value(FunctionBuilder& builder, ir::DType dtype);
 Tensor highest_value(FunctionBuilder& builder, ir::DType dtype);
 // True where `x` is NaN (x != x).
 Tensor nan_mask(FunctionBuilder& builder, const Tensor& x);
-// stablehlo.maximum or .minimum of `a` and `b`, NaN from either operand propagating as
-// torch.maximum does: StableHLO's semantics, which the compile options hold XLA's CPU compiler
-// to (compile_options.cpp turns its fast min/max off).
-Tensor nan_propagating(FunctionBuilder& builder, const std::string& op, const Tensor& a, const Tensor& b);
 // reduction.cpp
 std::vector<Tensor> lower_amax(OpContext& context);       // amax, amax.out
 std::vector<Tensor> lower_amin(OpContext& context);       // amin, amin.out

@@ -1,7 +1,8 @@
 // Pointwise ops: inputs are converted to the output's dtype and broadcast to its shape (for a
 // functional op PyTorch's output dtype is the computation dtype, so this is its semantics).
-// out= and in-place variants compute in the inputs' promoted dtype and cast to the output's: we
-// lower those whose promoted dtype is the output's (see promotes_to_output) and refuse the rest.
+// out= and in-place variants compute in the inputs' promoted dtype (promoted_dtype, as
+// at::result_type) and cast to the output's. stablehlo.maximum/minimum propagate NaN as
+// torch.maximum does (the compile options hold XLA's CPU compiler to StableHLO's semantics).
 #include <algorithm>
 #include <optional>
 
@@ -219,11 +220,11 @@ std::vector<Tensor> lower_abs(OpContext& context) {
 
 std::vector<Tensor> lower_maximum(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
-  return {nan_propagating(context.builder(), "stablehlo.maximum", operand(context, 0, out), operand(context, 1, out))};
+  return {context.builder().binary("stablehlo.maximum", operand(context, 0, out), operand(context, 1, out))};
 }
 std::vector<Tensor> lower_minimum(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
-  return {nan_propagating(context.builder(), "stablehlo.minimum", operand(context, 0, out), operand(context, 1, out))};
+  return {context.builder().binary("stablehlo.minimum", operand(context, 0, out), operand(context, 1, out))};
 }
 
 std::vector<Tensor> lower_relu(OpContext& context) {
@@ -232,7 +233,7 @@ std::vector<Tensor> lower_relu(OpContext& context) {
   FunctionBuilder& builder = context.builder();
   const Tensor x = operand(context, 0, out);
   // relu(NaN) is NaN.
-  return {nan_propagating(builder, "stablehlo.maximum", x, builder.zeros(out.dtype, out.sizes))};
+  return {builder.binary("stablehlo.maximum", x, builder.zeros(out.dtype, out.sizes))};
 }
 
 // addcmul(self, tensor1, tensor2, *, value) = self + value * tensor1 * tensor2, and addcdiv with

@@ -84,8 +84,5 @@ Tensor highest_value(FunctionBuilder& builder, DType dtype) {
 
 Tensor nan_mask(FunctionBuilder& builder, const Tensor& x) { return builder.compare(x, x, "NE"); }
 
-Tensor nan_propagating(FunctionBuilder& builder, const std::string& op, const Tensor& a, const Tensor& b) {
-  return builder.binary(op, a, b);
-}
 
 }  // namespace torch_tpu::executors::pjrt::lowering

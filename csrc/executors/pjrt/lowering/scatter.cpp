@@ -43,11 +43,11 @@ ScatterCombine combine_of(Reduction reduction, DType dtype) {
       };
     case Reduction::kMax:  // ATen's maximum keeps NaN from either side
       return [](FunctionBuilder& b, const Tensor& x, const Tensor& y) {
-        return nan_propagating(b, "stablehlo.maximum", x, y);
+        return b.binary("stablehlo.maximum", x, y);
       };
     case Reduction::kMin:
       return [](FunctionBuilder& b, const Tensor& x, const Tensor& y) {
-        return nan_propagating(b, "stablehlo.minimum", x, y);
+        return b.binary("stablehlo.minimum", x, y);
       };
     case Reduction::kAssign: break;
   }
