@@ -93,7 +93,7 @@ def evaluate(model_type: str, on_stage=lambda stage: None) -> dict:
     """The record of `model_type`; on_stage("cpu"/"tpu") is told as the run moves on, so a
     parent can tell a CPU-side crash from a tpu one."""
     record = {"model": model_type, "class": "", "kind": "", "forward": None, "train": None,
-              "status": CPU_ERROR, "message": "", "seconds": 0.0}
+              "status": CPU_ERROR, "message": "", "seconds": 0.0, "fallback_ops": []}
     started = time.monotonic()
     try:
         record.update(run(model_type, record, on_stage))
@@ -141,6 +141,24 @@ def run(model_type: str, record: dict, on_stage) -> dict:
         return {"status": CPU_ERROR, "message": "cpu: " + first_line(error)}
 
     on_stage("tpu")
+    fallbacks_before = fallback_counts()
+    try:
+        return run_on_tpu(initial, inputs, expected, noise, expected_step, step_noise)
+    finally:
+        after = fallback_counts()
+        record["fallback_ops"] = sorted(op for op, count in after.items()
+                                        if count > fallbacks_before.get(op, 0))
+
+
+def fallback_counts() -> dict[str, int]:
+    """Ops run on host kernels so far (through host copies where the device's memory is
+    opaque), by op."""
+    import torch_tpu
+
+    return dict(torch_tpu.metrics()["fallbacks"])
+
+
+def run_on_tpu(initial, inputs, expected, noise, expected_step, step_noise) -> dict:
     tpu_inputs = to_device(inputs, "tpu")
     outcome = {"status": PASS, "forward": PASS}
     try:
