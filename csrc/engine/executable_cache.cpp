@@ -23,6 +23,12 @@ ExecutableCache::Lookup ExecutableCache::get_or_build(const std::string& executo
     }
   }
   ir::verify_or_throw(program);
+  if (near_resource_limit_()) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.evictions += static_cast<int64_t>(executables_.size());
+    stats_.evictions_for_mappings += static_cast<int64_t>(executables_.size());
+    executables_.clear();
+  }
   const auto started = std::chrono::steady_clock::now();
   std::shared_ptr<const executors::Executable> compiled = build();
   const auto took = std::chrono::steady_clock::now() - started;

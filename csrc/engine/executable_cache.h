@@ -11,7 +11,9 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
+#include "engine/memory_mappings.h"
 #include "executors/executor.h"
 #include "ir/program.h"
 #include "ir/structural_hash.h"
@@ -22,13 +24,19 @@ struct ExecutableCacheStats {
   int64_t hits = 0;
   int64_t misses = 0;  // each one a compile
   int64_t evictions = 0;
+  int64_t evictions_for_mappings = 0;  // of those, dropped near the memory-mapping limit
   std::chrono::nanoseconds compile_time{0};
 };
 
 class ExecutableCache {
  public:
   // `capacity`: executables kept; a full cache starts over (executables are re-derivable).
-  explicit ExecutableCache(size_t capacity = 4096) : capacity_(capacity) {}
+  // `near_resource_limit`, asked before each compile: true drops every cached executable
+  // first, so that those no run holds release what they hold (memory_mappings.h).
+  using LimitCheck = std::function<bool()>;
+  explicit ExecutableCache(size_t capacity = 4096,
+                           LimitCheck near_resource_limit = memory_mappings_near_limit)
+      : capacity_(capacity), near_resource_limit_(std::move(near_resource_limit)) {}
 
   struct Lookup {
     std::shared_ptr<const executors::Executable> executable;
@@ -65,6 +73,7 @@ class ExecutableCache {
   };
 
   const size_t capacity_;
+  const LimitCheck near_resource_limit_;
   mutable std::mutex mutex_;
   std::unordered_map<Key, std::shared_ptr<const executors::Executable>, KeyHash> executables_;
   ExecutableCacheStats stats_;

@@ -87,6 +87,8 @@ void init_metrics(py::module_& m) {
     programs["compiled"] = executables.misses;
     programs["cache_hits"] = executables.hits;
     programs["cached"] = engine::executable_cache().size();
+    programs["evicted"] = executables.evictions;
+    programs["evicted_near_mapping_limit"] = executables.evictions_for_mappings;
     programs["compile_seconds"] = std::chrono::duration<double>(executables.compile_time).count();
     result["programs"] = programs;
     const engine::HostTeamMetrics team = engine::host_team_metrics();

@@ -19,8 +19,10 @@ def metrics() -> dict:
     ``programs``: the ``executor`` that compiles and runs programs (``"host"``, ``"pjrt:cpu"``),
     ``one_node_runs`` (Strict and Debug ops, each run as a one-node program), and the
     executable cache's ``compiled`` (programs compiled: one per op structure in Strict and
-    Debug), ``cache_hits``, ``cached`` and ``compile_seconds``. Fused mode's planned programs
-    are counted under ``fusion``.
+    Debug), ``cache_hits``, ``cached``, ``compile_seconds``, ``evicted`` (executables dropped by
+    a full cache) and ``evicted_near_mapping_limit`` (of those, dropped because the process
+    neared the kernel's limit on memory mappings, which compiled PJRT programs use). Fused
+    mode's planned programs are counted under ``fusion``.
 
     ``fusion`` (fused mode): ``flushes`` by reason, ``programs_planned``, ``cache_hits``,
     ``cache_misses``, ``programs_run``, ``fused_kernels_run``, ``nodes_executed``,

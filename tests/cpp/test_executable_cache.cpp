@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "engine/memory_mappings.h"
 #include "executors/null_executor.h"
 #include "ir/verifier.h"
 #include "ir_test_programs.h"
@@ -75,6 +76,30 @@ TEST(ExecutableCache, AFullCacheStartsOver) {
   EXPECT_EQ(cache.size(), 1u);
   EXPECT_EQ(cache.stats().evictions, 2);
   EXPECT_FALSE(cache.get_or_compile(executor, add_program(1.0, {1})).hit);
+}
+
+TEST(ExecutableCache, NearTheResourceLimitDropsEverythingCachedBeforeCompiling) {
+  executors::NullExecutor executor;
+  bool near_limit = false;
+  ExecutableCache cache(4096, [&] { return near_limit; });
+  const auto first = cache.get_or_compile(executor, add_program(1.0, {1}));
+  cache.get_or_compile(executor, add_program(1.0, {2}));
+  near_limit = true;
+  EXPECT_TRUE(cache.get_or_compile(executor, add_program(1.0, {1})).hit);  // hits ask nothing
+  cache.get_or_compile(executor, add_program(1.0, {3}));
+  near_limit = false;
+  EXPECT_EQ(cache.size(), 1u);
+  EXPECT_EQ(cache.stats().evictions, 2);
+  EXPECT_EQ(cache.stats().evictions_for_mappings, 2);
+  // A run still holding an executable keeps it alive; the cache compiles anew on the next miss.
+  EXPECT_NE(first.executable, nullptr);
+  EXPECT_FALSE(cache.get_or_compile(executor, add_program(1.0, {1})).hit);
+}
+
+TEST(MemoryMappings, ReadsThisProcesssMappingsAndTheKernelsLimit) {
+  const MemoryMappings mappings = memory_mappings();
+  EXPECT_GT(mappings.in_use, 10);  // the executable, libc, the stack, ...
+  EXPECT_GT(mappings.limit, mappings.in_use);
 }
 
 TEST(ExecutableCache, RunsBindTheRunningProgramsScalars) {
