@@ -543,6 +543,39 @@ print(json.dumps({"worst": worst, "cases": cases, "fallbacks": fallbacks, "error
     assert "aten::nll_loss_forward" in result["error"] and "out of bounds" in result["error"]
 
 
+def test_triangles_and_layer_norm_weight_gradients_lower_natively():
+    # What GPT-2 and Llama training fell back on: causal masks built with tril/triu, and
+    # layer norm's float32 weight and bias gradients (sums over the rows, 64 rows here).
+    result = run_json("""
+import torch.nn.functional as F
+torch.manual_seed(0)
+worst = {}
+def check(name, tpu, cpu):
+    worst[name] = max(worst.get(name, 0.0), float((tpu.detach().cpu().double() - cpu.detach().double()).abs().max()))
+a = torch.randn(2, 5, 7)
+for k in (-6, -1, 0, 2, 9):
+    check("tril", a.to("tpu").tril(k), a.tril(k))
+    check("triu", torch.triu(a.to("tpu"), k), torch.triu(a, k))
+b = a.clone(); bt = b.to("tpu"); b.tril_(1); bt.tril_(1)
+check("tril_", bt, b)
+check("mask", torch.ones(4, 6, dtype=torch.bool, device="tpu").triu(1), torch.ones(4, 6, dtype=torch.bool).triu(1))
+for shape, normalized in [((3, 5, 8), (8,)), ((64, 3, 16), (3, 16))]:
+    x = torch.randn(shape) * 3 + 2
+    w, bias = torch.randn(normalized), torch.randn(normalized)
+    cpu = [t.clone().requires_grad_() for t in (x, w, bias)]
+    tpu = [t.to("tpu").requires_grad_() for t in (x, w, bias)]
+    g = torch.randn(shape)
+    F.layer_norm(cpu[0], normalized, cpu[1], cpu[2]).backward(g)
+    F.layer_norm(tpu[0], normalized, tpu[1], tpu[2]).backward(g.to("tpu"))
+    for name, c, t in zip(("dx", "dw", "db"), cpu, tpu):
+        check(name, t.grad.cpu() / (1 + c.grad.abs()), c.grad / (1 + c.grad.abs()))
+print(json.dumps({"worst": worst, "fallbacks": torch_tpu.metrics()["fallbacks"]}))
+""")
+    assert result["fallbacks"] == {}, result["fallbacks"]
+    assert all(v == 0 for k, v in result["worst"].items() if k in ("tril", "triu", "tril_", "mask")), result
+    assert max(result["worst"].values()) < 1e-5, result
+
+
 def test_scaled_dot_product_attention_lowers_natively_forward_and_backward():
     # The flash attention op the ops layer picks for tpu, and its backward, as one program each.
     result = run_json("""

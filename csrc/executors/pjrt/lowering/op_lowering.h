@@ -296,6 +296,9 @@ std::vector<Tensor> lower_index_copy(OpContext& context);    // index_copy (+ _,
 std::vector<Tensor> lower_embedding_dense_backward(OpContext& context);  // (+ .out)
 // masked_fill.cpp
 std::vector<Tensor> lower_masked_fill(OpContext& context);   // masked_fill.Scalar/.Tensor (+ _, outs)
+// triangular.cpp
+std::vector<Tensor> lower_tril(OpContext& context);          // tril (+ _, out)
+std::vector<Tensor> lower_triu(OpContext& context);          // triu (+ _, out)
 
 // reduction.cpp, arg_reduction.cpp, variance.cpp, scan.cpp, sort.cpp: the helpers they share
 // (reduction_support.cpp).

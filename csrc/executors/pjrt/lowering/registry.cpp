@@ -146,6 +146,9 @@ const std::unordered_map<std::string, OpLowering>& table() {
         // masked_fill.cpp
         {lower_masked_fill, {"aten::masked_fill.Scalar", "aten::masked_fill_.Scalar", "aten::masked_fill.Scalar_out",
                              "aten::masked_fill.Tensor", "aten::masked_fill_.Tensor", "aten::masked_fill.Tensor_out"}},
+        // triangular.cpp
+        {lower_tril, every_form("tril")},
+        {lower_triu, every_form("triu")},
         // comparison.cpp
         {lower_eq, comparison_forms("eq")},
         {lower_ne, comparison_forms("ne")},
