@@ -13,7 +13,7 @@ int64_t TensorType::numel() const {
 
 int64_t TensorType::extent_bytes() const {
   const int64_t element = element_size(dtype);
-  if (numel() == 0) return storage_offset * element;
+  if (numel() == 0) return 0;  // reaches no byte, wherever it starts (as PyTorch's storage checks)
   int64_t last = storage_offset;
   for (size_t d = 0; d < sizes.size(); ++d) last += (sizes[d] - 1) * strides[d];
   return (last + 1) * element;

@@ -30,7 +30,8 @@ struct TensorType {
   int64_t storage_offset = 0;
 
   int64_t numel() const;
-  // Bytes from the storage's start to one past the last element this layout reaches.
+  // Bytes from the storage's start to one past the last element this layout reaches (0 for
+  // a layout of no elements).
   int64_t extent_bytes() const;
   bool operator==(const TensorType&) const = default;
 };

@@ -47,6 +47,7 @@ TEST(IrProgram, ViewsSayTheirOffset) {
   EXPECT_EQ(type.extent_bytes(), (5 + 1 + 4 + 1) * 8);
   type.sizes = {0, 3};
   EXPECT_EQ(type.numel(), 0);
+  EXPECT_EQ(type.extent_bytes(), 0);
 }
 
 TEST(IrProgram, DynamicScalarsComeInNodeAndArgumentOrder) {

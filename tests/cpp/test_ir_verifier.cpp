@@ -70,6 +70,14 @@ TEST(IrVerifier, NamesALayoutPastItsStorage) {
   EXPECT_TRUE(mentions(verify(program), "value %1: f32[8, 4]{4, 1} reaches byte 128 of s1, which has 64"));
 }
 
+TEST(IrVerifier, AcceptsALayoutOfNoElementsAnywhere) {
+  // PyTorch makes such views (the backward of combinations over one element: f32[0]+1 of an
+  // empty storage); they reach no byte.
+  Program program = testing::add_program(1.0, {0});
+  program.values[1].type.storage_offset = 1;
+  EXPECT_TRUE(verify(program).empty());
+}
+
 TEST(IrVerifier, NamesAReadOfACreatedStorageBeforeItIsWritten) {
   Program program = testing::add_program();
   program.nodes[0].accesses[2].access = Access::kReadWrite;
