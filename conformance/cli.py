@@ -10,7 +10,7 @@ REPORTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "reports"))
 
 
 def sweep_arguments(description: str, items_flag: str, items_help: str,
-                    timeout: float) -> argparse.Namespace:
+                    timeout: float | None) -> argparse.Namespace:
     """Parses --mode, --runtime, --tier, the item list flag (overriding --tier), --timeout and
     --check; the item list is returned as args.items (None when not given)."""
     parser = argparse.ArgumentParser(description=description)

@@ -62,9 +62,14 @@ def run_isolated(worker: str, items: list[str], env: dict[str, str], timeout: fl
                 code = child.wait()
                 failure = f"crash: worker exited with status {code}"
                 break
-            if not line.startswith("{"):
+            # An event may follow output an op printed without a newline on the same line.
+            start = line.find('{"')
+            if start < 0:
                 continue
-            event = json.loads(line)
+            try:
+                event = json.loads(line[start:])
+            except json.JSONDecodeError:
+                continue
             if "begin" in event:
                 current = event["begin"]
                 stage = None
