@@ -47,6 +47,13 @@ bool is_scalar_type(const c10::TypePtr& type) {
   return element->kind() == c10::TypeKind::NumberType;
 }
 
+// A norm's order picks its algorithm (a maximum, a count, a sum of powers): the value is
+// recorded as structure (a double or int argument), not as a run-time Scalar operand, so that
+// programs of different orders differ.
+bool scalar_picks_algorithm(const std::string& op, const c10::Argument& arg) {
+  return (op == "aten::linalg_vector_norm" && arg.name() == "ord") || (op == "aten::norm" && arg.name() == "p");
+}
+
 bool is_optional_generator(const c10::TypePtr& type) {
   return type->kind() == c10::TypeKind::OptionalType &&
          type->containedType(0)->kind() == c10::TypeKind::GeneratorType;
@@ -65,11 +72,11 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
     plan->out_variant = out_variant_of(op);
   }
   const auto& args = schema.arguments();
+  const std::string& name = schema.name();
   for (size_t i = 0; i < args.size(); ++i) {
-    plan->scalar_args.push_back(is_scalar_type(args[i].type()));
+    plan->scalar_args.push_back(is_scalar_type(args[i].type()) && !scalar_picks_algorithm(name, args[i]));
     if (is_optional_generator(args[i].type())) plan->generator_args.push_back(i);
   }
-  const std::string& name = schema.name();
   plan->scalar_values_shape_outputs = name == "aten::arange" || name == "aten::range" ||
                                       name == "aten::linspace" || name == "aten::logspace";
   plan->pointwise = is_pointwise_op(name) && plan->generator_args.empty();

@@ -25,8 +25,10 @@ struct OpPlan {
   bool mutates_args = false;                     // in-place or out= op
   std::optional<c10::OperatorHandle> out_variant;  // for functional ops
   std::vector<size_t> generator_args;  // indexes of `Generator?` arguments
-  // Per argument: typed Scalar (or Scalar?/Scalar[]); the shape cache keys only their types,
-  // unless scalar_values_shape_outputs (arange(0, n): the values decide the output shape).
+  // Per argument: typed Scalar (or Scalar?/Scalar[]), recorded as a run-time operand; the
+  // shape cache keys only their types, unless scalar_values_shape_outputs (arange(0, n): the
+  // values decide the output shape). A Scalar whose value picks the algorithm (a norm's order)
+  // is not one: it is recorded, and keyed, by value.
   std::vector<bool> scalar_args;
   bool scalar_values_shape_outputs = false;
   bool accepts_cpu_tensors = false;  // indexing ops take CPU index tensors, as on CUDA

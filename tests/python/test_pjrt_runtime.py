@@ -576,6 +576,47 @@ print(json.dumps({"worst": worst, "fallbacks": torch_tpu.metrics()["fallbacks"]}
     assert max(result["worst"].values()) < 1e-5, result
 
 
+def test_vector_norms_gradient_clipping_and_weight_norm_lower_natively():
+    # The order picks the algorithm: one shape under several orders must give each order's
+    # result, not the first compiled program's.
+    result = run_json("""
+torch.manual_seed(0)
+worst = {}
+def check(name, tpu, cpu):
+    worst[name] = max(worst.get(name, 0.0), float(((tpu.detach().cpu().double() - cpu.detach().double()).abs()
+                                                   / (1 + cpu.detach().double().abs())).max()))
+x = torch.randn(6, 5)
+x[0, 0] = 0.0
+for ord in (2, 1, float("inf"), -float("inf"), 0, 3.5, 0.5):
+    for dim in (None, 1, (0, 1)):
+        check(f"vector_norm ord={ord}", torch.linalg.vector_norm(x.to("tpu"), ord, dim),
+              torch.linalg.vector_norm(x, ord, dim))
+check("norm p=2 keepdim", x.to("tpu").norm(2, 1, True), x.norm(2, 1, True))
+check("norm bf16", x.bfloat16().to("tpu").norm(), x.bfloat16().norm())
+check("normalize", torch.nn.functional.normalize(x.to("tpu"), dim=1), torch.nn.functional.normalize(x, dim=1))
+model = torch.nn.Linear(5, 3)
+twin = torch.nn.Linear(5, 3).to("tpu"); twin.load_state_dict(model.state_dict())
+model(x).pow(2).sum().backward(); twin(x.to("tpu")).pow(2).sum().backward()
+check("clip_grad_norm_", torch.nn.utils.clip_grad_norm_(twin.parameters(), 0.5),
+      torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5))
+check("clipped grad", twin.weight.grad, model.weight.grad)
+for dim in (0, 1):
+    conv = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 6, 3), dim=dim)
+    twin = torch.nn.utils.parametrizations.weight_norm(torch.nn.Conv1d(4, 6, 3), dim=dim).to("tpu")
+    twin.load_state_dict(conv.state_dict())
+    y = torch.randn(2, 4, 9)
+    conv(y).sum().backward(); twin(y.to("tpu")).sum().backward()
+    check(f"weight_norm dim={dim}", twin(y.to("tpu")), conv(y))
+    for (name, p), q in zip(conv.named_parameters(), twin.parameters()):
+        check(f"weight_norm dim={dim} grad {name}", q.grad, p.grad)
+print(json.dumps({"worst": worst, "fallbacks": torch_tpu.metrics()["fallbacks"]}))
+""")
+    assert result["fallbacks"] == {}, result["fallbacks"]
+    bf16 = {k: v for k, v in result["worst"].items() if "bf16" in k}
+    assert max(v for k, v in result["worst"].items() if k not in bf16) < 2e-6, result["worst"]
+    assert max(bf16.values()) < 1e-2, bf16
+
+
 def test_scaled_dot_product_attention_lowers_natively_forward_and_backward():
     # The flash attention op the ops layer picks for tpu, and its backward, as one program each.
     result = run_json("""

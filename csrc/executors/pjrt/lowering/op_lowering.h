@@ -296,6 +296,12 @@ std::vector<Tensor> lower_index_copy(OpContext& context);    // index_copy (+ _,
 std::vector<Tensor> lower_embedding_dense_backward(OpContext& context);  // (+ .out)
 // masked_fill.cpp
 std::vector<Tensor> lower_masked_fill(OpContext& context);   // masked_fill.Scalar/.Tensor (+ _, outs)
+// vector_norm.cpp
+std::vector<Tensor> lower_linalg_vector_norm(OpContext& context);  // linalg_vector_norm (+ out)
+std::vector<Tensor> lower_norm(OpContext& context);  // norm.Scalar, .ScalarOpt_dim(_dtype) (+ outs)
+// weight_norm.cpp
+std::vector<Tensor> lower_weight_norm_interface(OpContext& context);           // _weight_norm_interface
+std::vector<Tensor> lower_weight_norm_interface_backward(OpContext& context);  // its backward
 // triangular.cpp
 std::vector<Tensor> lower_tril(OpContext& context);          // tril (+ _, out)
 std::vector<Tensor> lower_triu(OpContext& context);          // triu (+ _, out)

@@ -146,6 +146,13 @@ const std::unordered_map<std::string, OpLowering>& table() {
         // masked_fill.cpp
         {lower_masked_fill, {"aten::masked_fill.Scalar", "aten::masked_fill_.Scalar", "aten::masked_fill.Scalar_out",
                              "aten::masked_fill.Tensor", "aten::masked_fill_.Tensor", "aten::masked_fill.Tensor_out"}},
+        // vector_norm.cpp
+        {lower_linalg_vector_norm, with_out("linalg_vector_norm")},
+        {lower_norm, {"aten::norm.Scalar", "aten::norm.Scalar_out", "aten::norm.ScalarOpt_dim", "aten::norm.out",
+                      "aten::norm.ScalarOpt_dim_dtype", "aten::norm.dtype_out"}},
+        // weight_norm.cpp
+        {lower_weight_norm_interface, with_out("_weight_norm_interface", "out")},
+        {lower_weight_norm_interface_backward, with_out("_weight_norm_interface_backward", "out")},
         // triangular.cpp
         {lower_tril, every_form("tril")},
         {lower_triu, every_form("triu")},
