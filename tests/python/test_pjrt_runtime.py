@@ -617,6 +617,32 @@ print(json.dumps({"worst": worst, "fallbacks": torch_tpu.metrics()["fallbacks"]}
     assert max(bf16.values()) < 1e-2, bf16
 
 
+def test_statistics_dot_and_reversed_subtraction_lower_natively():
+    result = run_json("""
+torch.manual_seed(0)
+x, v, w = torch.randn(4, 7) * 3 + 1, torch.randn(9), torch.randn(9)
+i, j = torch.randint(-5, 5, (9,)), torch.randint(-5, 5, (9,))
+pairs = {
+    "var_mean": (lambda t: torch.var_mean(t, 1, correction=0), x),
+    "std_mean": (lambda t: torch.std_mean(t, (0, 1), keepdim=True), x),
+    "std": (lambda t: t.std(0), x),
+    "rsub": (lambda t: torch.rsub(t, t * 2, alpha=3), x),
+    "rsub_int": (lambda t: torch.rsub(t, 4), i),
+    "dot": (lambda t: torch.dot(t, t.flip(0)), v),
+    "vdot": (lambda t: torch.vdot(t, t + 1), w),
+    "dot_int": (lambda t: torch.dot(t, t.flip(0)), i),
+}
+worst = {}
+for name, (fn, a) in pairs.items():
+    got, want = fn(a.to("tpu")), fn(a)
+    got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
+    worst[name] = max(float((g.cpu().double() - e.double()).abs().max()) for g, e in zip(got, want))
+print(json.dumps({"worst": worst, "fallbacks": torch_tpu.metrics()["fallbacks"]}))
+""")
+    assert result["fallbacks"] == {}, result["fallbacks"]
+    assert max(result["worst"].values()) < 1e-5, result["worst"]
+
+
 def test_scaled_dot_product_attention_lowers_natively_forward_and_backward():
     # The flash attention op the ops layer picks for tpu, and its backward, as one program each.
     result = run_json("""

@@ -71,4 +71,26 @@ std::vector<Tensor> lower_addmm(OpContext& context) {
   return {builder.convert(builder.binary("stablehlo.add", scaled_self, scaled_mm), out.dtype)};
 }
 
+// dot(self, tensor) and vdot (the same for real dtypes): the inner product of two vectors.
+// float32 multiplies and sums in f64 and rounds once: ATen's BLAS sums in an order of its own,
+// and f64 keeps XLA's result within ATen's rounding of the exact value (a matrix product's f32
+// summation order does not).
+std::vector<Tensor> lower_dot(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  for (const size_t i : {size_t{0}, size_t{1}}) {
+    if (context.tensor_dtype(i) != out.dtype) context.refuse("operands of another dtype than the output");
+    if (context.tensor_type(i).sizes.size() != 1) context.refuse("operands that are not 1-d (ATen raises)");
+  }
+  if (context.tensor_type(0).sizes != context.tensor_type(1).sizes) context.refuse("vectors of different lengths (ATen raises)");
+  if (out.dtype == DType::kBool) context.refuse("bool dot (ATen raises)");
+  FunctionBuilder& builder = context.builder();
+  const DType wide = out.dtype == DType::kFloat32 ? DType::kFloat64 : compute_dtype(out.dtype);
+  const Tensor lhs = builder.convert(context.tensor(0), wide);
+  const Tensor rhs = builder.convert(context.tensor(1), wide);
+  const Tensor product = builder.op("stablehlo.dot_general", {lhs, rhs}, wide, {},
+                                    "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [0], "
+                                    "rhs_contracting_dimensions = [0]>");
+  return {builder.reshape(builder.convert(product, out.dtype), out.sizes)};
+}
+
 }  // namespace torch_tpu::executors::pjrt::lowering

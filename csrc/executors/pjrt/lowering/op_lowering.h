@@ -130,6 +130,7 @@ std::vector<int64_t> per_dimension(OpContext& context, size_t index, size_t spat
 // Families (registry.cpp maps schema names to these).
 std::vector<Tensor> lower_add(OpContext& context);        // add.Tensor/.Scalar/.out/_.Tensor
 std::vector<Tensor> lower_sub(OpContext& context);
+std::vector<Tensor> lower_rsub(OpContext& context);       // rsub.Tensor/.Scalar (+ outs)
 std::vector<Tensor> lower_mul(OpContext& context);
 std::vector<Tensor> lower_div(OpContext& context);
 std::vector<Tensor> lower_neg(OpContext& context);
@@ -150,6 +151,7 @@ std::vector<Tensor> lower_le(OpContext& context);
 std::vector<Tensor> lower_gt(OpContext& context);
 std::vector<Tensor> lower_ge(OpContext& context);
 std::vector<Tensor> lower_where(OpContext& context);      // where.self
+std::vector<Tensor> lower_dot(OpContext& context);        // dot, vdot (real dtypes) (+ outs)
 std::vector<Tensor> lower_mm(OpContext& context);         // mm, mm.out
 std::vector<Tensor> lower_bmm(OpContext& context);        // bmm, bmm.out
 std::vector<Tensor> lower_addmm(OpContext& context);      // addmm, addmm.out
@@ -336,6 +338,9 @@ std::vector<Tensor> lower_max_dim(OpContext& context);    // max.dim, max.dim_ma
 std::vector<Tensor> lower_min_dim(OpContext& context);    // min.dim, min.dim_min
 // variance.cpp
 std::vector<Tensor> lower_var(OpContext& context);        // var.correction (+ correction_out)
+std::vector<Tensor> lower_std(OpContext& context);        // std.correction (+ out)
+std::vector<Tensor> lower_var_mean(OpContext& context);   // var_mean.correction (+ out)
+std::vector<Tensor> lower_std_mean(OpContext& context);   // std_mean.correction (+ out)
 // scan.cpp
 std::vector<Tensor> lower_cumsum(OpContext& context);     // cumsum, cumsum.out, cumsum_
 // sort.cpp

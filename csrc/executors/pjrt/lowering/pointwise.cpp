@@ -188,6 +188,18 @@ std::vector<Tensor> unary(OpContext& context, const char* op) {
 
 std::vector<Tensor> lower_add(OpContext& context) { return add_or_sub(context, "stablehlo.add"); }
 std::vector<Tensor> lower_sub(OpContext& context) { return add_or_sub(context, "stablehlo.subtract"); }
+
+// rsub(self, other, alpha): other - self * alpha (alpha a run-time Scalar).
+std::vector<Tensor> lower_rsub(OpContext& context) {
+  const Arithmetic arithmetic(context);
+  if (arithmetic.compute == DType::kBool) context.refuse("bool subtraction (ATen raises)");
+  FunctionBuilder& builder = context.builder();
+  Tensor self = arithmetic.operand(0);
+  if (context.node().args.size() > 2 && context.arg(2).kind == ir::Argument::Kind::kScalar) {
+    self = builder.binary("stablehlo.multiply", self, arithmetic.operand(2));
+  }
+  return arithmetic.result(builder.binary("stablehlo.subtract", arithmetic.operand(1), self));
+}
 std::vector<Tensor> lower_mul(OpContext& context) { return binary(context, "stablehlo.multiply"); }
 
 std::vector<Tensor> lower_div(OpContext& context) {

@@ -50,6 +50,7 @@ const std::unordered_map<std::string, OpLowering>& table() {
         // pointwise.cpp
         {lower_add, tensor_and_scalar_forms("add")},
         {lower_sub, tensor_and_scalar_forms("sub")},
+        {lower_rsub, {"aten::rsub.Tensor", "aten::rsub.Scalar", "aten::rsub.Tensor_out", "aten::rsub.Scalar_out"}},
         {lower_mul, tensor_and_scalar_forms("mul")},
         {lower_div, tensor_and_scalar_forms("div")},
         {lower_neg, every_form("neg")},
@@ -165,6 +166,7 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_ge, comparison_forms("ge")},
         {lower_where, {"aten::where.self", "aten::where.self_out"}},
         // matmul.cpp, distance.cpp
+        {lower_dot, joined(with_out("dot"), with_out("vdot"))},
         {lower_mm, with_out("mm")},
         {lower_cdist_forward, with_out("_cdist_forward")},
         {lower_pdist_forward, with_out("_pdist_forward")},
@@ -218,6 +220,9 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_max_dim, {"aten::max.dim", "aten::max.dim_max"}},
         {lower_min_dim, {"aten::min.dim", "aten::min.dim_min"}},
         {lower_var, {"aten::var.correction", "aten::var.correction_out"}},
+        {lower_std, {"aten::std.correction", "aten::std.correction_out"}},
+        {lower_var_mean, {"aten::var_mean.correction", "aten::var_mean.correction_out"}},
+        {lower_std_mean, {"aten::std_mean.correction", "aten::std_mean.correction_out"}},
         {lower_cumsum, every_form("cumsum")},
         {lower_sort_stable, {"aten::sort.stable", "aten::sort.values_stable"}},
         // normalization.cpp

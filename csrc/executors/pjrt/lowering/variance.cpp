@@ -1,7 +1,8 @@
 // var.correction(self, dim?, *, correction?, keepdim): sum((x - mean)^2) / max(N - correction, 0),
 // two passes in f64 and rounded once: ATen's CPU kernel (Welford) accumulates every floating
 // dtype in double, so an f32 computation would differ in the last bit. N = 0 gives NaN and a
-// non-positive divisor inf or NaN, as ATen's do.
+// non-positive divisor inf or NaN, as ATen's do. std is its square root (taken in f64, as
+// ATen's kernel takes it), var_mean and std_mean return the f64 mean too.
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -18,9 +19,14 @@ Tensor correction_of(OpContext& context, size_t index) {
   return builder.convert(context.scalar(index), DType::kFloat64);
 }
 
-}  // namespace
+// The variance and mean of argument 0 over the dimensions argument 1 names, in f64, shaped as
+// the reduction's result before keepdim.
+struct Spread {
+  Tensor variance;
+  Tensor mean;
+};
 
-std::vector<Tensor> lower_var(OpContext& context) {
+Spread spread_of(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   const DType in = context.tensor_dtype(0);
   if (!is_floating(in)) context.refuse("an input of dtype " + ir::dtype_name(in) + " (ATen raises)");
@@ -45,8 +51,35 @@ std::vector<Tensor> lower_var(OpContext& context) {
   const Tensor divisor = builder.binary("stablehlo.maximum",
                                         builder.binary("stablehlo.subtract", n, correction_of(context, 2)),
                                         builder.zeros(DType::kFloat64, {}));
-  const Tensor variance = builder.binary("stablehlo.divide", squares, builder.broadcast_to(divisor, kept));
-  return {builder.reshape(builder.convert(variance, out.dtype), out.sizes)};
+  return {builder.binary("stablehlo.divide", squares, builder.broadcast_to(divisor, kept)), mean};
+}
+
+// `value` (f64) rounded to return `index`'s dtype and shaped as it (keepdim).
+Tensor as_return(OpContext& context, const Tensor& value, size_t index) {
+  const ir::TensorType& out = context.return_type(index);
+  return context.builder().reshape(context.builder().convert(value, out.dtype), out.sizes);
+}
+
+Tensor root(OpContext& context, const Tensor& variance) {
+  return context.builder().unary("stablehlo.sqrt", variance);
+}
+
+}  // namespace
+
+std::vector<Tensor> lower_var(OpContext& context) { return {as_return(context, spread_of(context).variance, 0)}; }
+
+std::vector<Tensor> lower_std(OpContext& context) {
+  return {as_return(context, root(context, spread_of(context).variance), 0)};
+}
+
+std::vector<Tensor> lower_var_mean(OpContext& context) {
+  const Spread spread = spread_of(context);
+  return {as_return(context, spread.variance, 0), as_return(context, spread.mean, 1)};
+}
+
+std::vector<Tensor> lower_std_mean(OpContext& context) {
+  const Spread spread = spread_of(context);
+  return {as_return(context, root(context, spread.variance), 0), as_return(context, spread.mean, 1)};
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering
