@@ -617,7 +617,7 @@ print(json.dumps({"worst": worst, "fallbacks": torch_tpu.metrics()["fallbacks"]}
     assert max(bf16.values()) < 1e-2, bf16
 
 
-def test_statistics_dot_and_reversed_subtraction_lower_natively():
+def test_statistics_dot_and_binary_special_cases_lower_natively():
     result = run_json("""
 torch.manual_seed(0)
 x, v, w = torch.randn(4, 7) * 3 + 1, torch.randn(9), torch.randn(9)
@@ -631,12 +631,20 @@ pairs = {
     "dot": (lambda t: torch.dot(t, t.flip(0)), v),
     "vdot": (lambda t: torch.vdot(t, t + 1), w),
     "dot_int": (lambda t: torch.dot(t, t.flip(0)), i),
+    "fmax": (lambda t: torch.fmax(t, t.flip(0)), torch.tensor([1.0, float("nan"), -2.0, float("nan")])),
+    "fmin_bool": (lambda t: torch.fmin(t, t.flip(0)), torch.tensor([True, False, False])),
+    "copysign": (lambda t: torch.copysign(t.abs(), t.flip(0)), torch.tensor([1.0, -0.0, 2.0, 0.0, -3.0])),
+    "heaviside": (lambda t: torch.heaviside(t, t * 0 + 0.5), torch.tensor([-1.0, 0.0, 2.0])),
+    "xlogy": (lambda t: torch.xlogy(t, t.flip(0) + 1), torch.tensor([0.0, 1.0, float("nan"), 2.0, -1.0])),
+    "logaddexp": (lambda t: torch.logaddexp(t, t.flip(0)), torch.tensor([-float("inf"), 1.0, 30.0, -float("inf")])),
 }
 worst = {}
 for name, (fn, a) in pairs.items():
     got, want = fn(a.to("tpu")), fn(a)
     got, want = (got, want) if isinstance(got, tuple) else ((got,), (want,))
-    worst[name] = max(float((g.cpu().double() - e.double()).abs().max()) for g, e in zip(got, want))
+    worst[name] = max(float((g.cpu().double() - e.double()).abs().nan_to_num().max()) for g, e in zip(got, want))
+    assert all(torch.equal(g.cpu().isnan(), e.isnan()) and torch.equal(g.cpu().signbit(), e.signbit())
+               for g, e in zip(got, want)), name
 print(json.dumps({"worst": worst, "fallbacks": torch_tpu.metrics()["fallbacks"]}))
 """)
     assert result["fallbacks"] == {}, result["fallbacks"]

@@ -298,6 +298,13 @@ std::vector<Tensor> lower_index_copy(OpContext& context);    // index_copy (+ _,
 std::vector<Tensor> lower_embedding_dense_backward(OpContext& context);  // (+ .out)
 // masked_fill.cpp
 std::vector<Tensor> lower_masked_fill(OpContext& context);   // masked_fill.Scalar/.Tensor (+ _, outs)
+// special_binary.cpp
+std::vector<Tensor> lower_fmax(OpContext& context);       // fmax (+ out)
+std::vector<Tensor> lower_fmin(OpContext& context);       // fmin (+ out)
+std::vector<Tensor> lower_copysign(OpContext& context);   // copysign.Tensor/.Scalar (+ _, outs)
+std::vector<Tensor> lower_heaviside(OpContext& context);  // heaviside (+ _, out)
+std::vector<Tensor> lower_xlogy(OpContext& context);      // xlogy.Tensor/.Scalar_Other/.Scalar_Self (+ _, outs)
+std::vector<Tensor> lower_logaddexp(OpContext& context);  // logaddexp (+ out)
 // vector_norm.cpp
 std::vector<Tensor> lower_linalg_vector_norm(OpContext& context);  // linalg_vector_norm (+ out)
 std::vector<Tensor> lower_norm(OpContext& context);  // norm.Scalar, .ScalarOpt_dim(_dtype) (+ outs)

@@ -147,6 +147,16 @@ const std::unordered_map<std::string, OpLowering>& table() {
         // masked_fill.cpp
         {lower_masked_fill, {"aten::masked_fill.Scalar", "aten::masked_fill_.Scalar", "aten::masked_fill.Scalar_out",
                              "aten::masked_fill.Tensor", "aten::masked_fill_.Tensor", "aten::masked_fill.Tensor_out"}},
+        // special_binary.cpp
+        {lower_fmax, with_out("fmax")},
+        {lower_fmin, with_out("fmin")},
+        {lower_copysign, {"aten::copysign.Tensor", "aten::copysign.Scalar", "aten::copysign.out",
+                          "aten::copysign.Scalar_out", "aten::copysign_.Tensor", "aten::copysign_.Scalar"}},
+        {lower_heaviside, every_form("heaviside")},
+        {lower_xlogy, {"aten::xlogy.Tensor", "aten::xlogy.Scalar_Other", "aten::xlogy.Scalar_Self", "aten::xlogy.OutTensor",
+                       "aten::xlogy.OutScalar_Self", "aten::xlogy.OutScalar_Other", "aten::xlogy_.Tensor",
+                       "aten::xlogy_.Scalar_Other"}},
+        {lower_logaddexp, with_out("logaddexp")},
         // vector_norm.cpp
         {lower_linalg_vector_norm, with_out("linalg_vector_norm")},
         {lower_norm, {"aten::norm.Scalar", "aten::norm.Scalar_out", "aten::norm.ScalarOpt_dim", "aten::norm.out",
