@@ -181,7 +181,9 @@ std::vector<Tensor> lower_sum(OpContext& context);        // sum (all elements)
 std::vector<Tensor> lower_mean_dims(OpContext& context);  // mean.dim, mean.out
 std::vector<Tensor> lower_copy_(OpContext& context);      // copy_
 std::vector<Tensor> lower_clone(OpContext& context);      // clone, _to_copy
-std::vector<Tensor> lower_fill_(OpContext& context);      // fill_.Scalar
+std::vector<Tensor> lower_fill_(OpContext& context);      // fill_.Scalar, fill.Scalar (+ out)
+std::vector<Tensor> lower_fill_tensor(OpContext& context);  // fill_.Tensor, fill.Tensor (+ out)
+std::vector<Tensor> lower_roll(OpContext& context);         // roll (+ out)
 std::vector<Tensor> lower_zero_(OpContext& context);      // zero_
 // math.cpp
 std::vector<Tensor> lower_sin(OpContext& context);

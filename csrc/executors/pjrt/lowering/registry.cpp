@@ -213,7 +213,9 @@ const std::unordered_map<std::string, OpLowering>& table() {
         // copy.cpp
         {lower_copy_, {"aten::copy_"}},
         {lower_clone, {"aten::clone", "aten::_to_copy"}},
-        {lower_fill_, {"aten::fill_.Scalar"}},
+        {lower_fill_, {"aten::fill_.Scalar", "aten::fill.Scalar", "aten::fill.Scalar_out"}},
+        {lower_fill_tensor, {"aten::fill_.Tensor", "aten::fill.Tensor", "aten::fill.Tensor_out"}},
+        {lower_roll, with_out("roll")},
         {lower_zero_, {"aten::zero_"}},
         // reduction.cpp, arg_reduction.cpp, variance.cpp, scan.cpp, sort.cpp
         {lower_amax, with_out("amax")},
