@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import tempfile
 
@@ -51,3 +52,32 @@ def report_dir(args: argparse.Namespace, sweep: str) -> str:
     if args.tier == "full" and args.items is None:
         return REPORTS
     return tempfile.mkdtemp(prefix=f"{sweep}-")
+
+
+def merged_into_committed(records: list[dict], items: list[str], committed_path: str,
+                          seconds: float, key: str) -> tuple[list[dict], dict]:
+    """The committed report's records with those of `items` (matched on record[key]: "op",
+    "model") replaced by this run's; its meta lists every item re-run since the full sweep
+    (rerun) and their seconds."""
+    with open(committed_path) as f:
+        committed = json.load(f)
+    rerun = set(items)
+    kept = [r for r in committed["results"] if r[key] not in rerun]
+    meta = dict(committed["meta"])
+    meta["rerun"] = sorted(set(meta.get("rerun", meta.get("rerun_ops", []))) | rerun)
+    meta.pop("rerun_ops", None)
+    meta["rerun_seconds"] = meta.get("rerun_seconds", 0.0) + seconds
+    meta["rerun_note"] = ("records of the re-run items come from later partial runs (--merge) "
+                          "over the full sweep's")
+    order = {item: i for i, item in enumerate(dict.fromkeys(r[key] for r in committed["results"]))}
+    merged = sorted(kept + records, key=lambda r: order.get(r[key], len(order)))
+    return merged, meta
+
+
+def rerun_note(meta: dict) -> str:
+    """A report's sentence on items re-run with --merge after its full sweep ("" when none)."""
+    rerun = meta.get("rerun", meta.get("rerun_ops", []))
+    if not rerun:
+        return ""
+    return (f" Re-run later with `--merge` ({meta.get('rerun_seconds', 0.0):.0f} s): "
+            + ", ".join(f"`{item}`" for item in rerun) + ".")

@@ -20,7 +20,8 @@ import time
 
 from tqdm import tqdm
 
-from ..cli import REPORTS, baseline_name, report_dir, report_name, sweep_arguments
+from ..cli import (REPORTS, baseline_name, merged_into_committed, report_dir, report_name,
+                   sweep_arguments)
 from ..isolated import child_env, run_isolated
 
 def crash_record(op: str, message: str) -> dict:
@@ -72,7 +73,7 @@ def main():
     if args.merge:
         out_dir = REPORTS
         records, meta = merged_into_committed(records, op_ids, os.path.join(REPORTS, f"{name}.json"),
-                                              time.monotonic() - started)
+                                              time.monotonic() - started, key="op")
     summary = write(records, meta, os.path.join(out_dir, f"{name}.json"),
                     os.path.join(out_dir, f"{name}.md"))
     print(f"report: {os.path.join(out_dir, name)}.md")
@@ -80,24 +81,6 @@ def main():
         print(f"{key}: {percent(summary[key])}")
     print(f"pairs using a CPU fallback: {summary['pairs_using_fallback']}, "
           f"crashes: {summary['crashes']}")
-
-
-def merged_into_committed(records: list[dict], op_ids: list[str], committed_path: str,
-                          seconds: float) -> tuple[list[dict], dict]:
-    """The committed report's records with those of `op_ids` replaced by this run's; its meta
-    lists every op re-run since the full sweep (rerun_ops) and their seconds."""
-    with open(committed_path) as f:
-        committed = json.load(f)
-    rerun = set(op_ids)
-    kept = [r for r in committed["results"] if r["op"] not in rerun]
-    meta = dict(committed["meta"])
-    meta["rerun_ops"] = sorted(set(meta.get("rerun_ops", [])) | rerun)
-    meta["rerun_seconds"] = meta.get("rerun_seconds", 0.0) + seconds
-    meta["rerun_note"] = ("records of rerun_ops come from later partial runs "
-                          "(python -m conformance.opinfo --ops ... --merge) over the full sweep's")
-    order = {op: i for i, op in enumerate(dict.fromkeys(r["op"] for r in committed["results"]))}
-    merged = sorted(kept + records, key=lambda r: order.get(r["op"], len(order)))
-    return merged, meta
 
 
 def check_against(records: list[dict], committed_path: str) -> int:
