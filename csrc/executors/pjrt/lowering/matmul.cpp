@@ -48,13 +48,17 @@ std::vector<Tensor> lower_bmm(OpContext& context) {
   return {context.builder().convert(product(context, 0, 1, {0}, 2, 1), context.return_type(0).dtype)};
 }
 
-// addmm(self, mat1, mat2, *, beta, alpha) = beta * self + alpha * (mat1 @ mat2), beta and alpha
-// run-time Scalars. As PyTorch, beta == 0 ignores self (its NaNs too).
-std::vector<Tensor> lower_addmm(OpContext& context) {
+namespace {
+
+// beta * self + alpha * product, beta and alpha run-time Scalars (arguments 3 and 4), product
+// the one of arguments 1 and 2 over `batch` and the contracting dimensions. As PyTorch, beta ==
+// 0 ignores self (its NaNs too).
+std::vector<Tensor> scaled_product_plus_self(OpContext& context, const std::vector<int64_t>& batch,
+                                             int64_t lhs_contracting, int64_t rhs_contracting) {
   const ir::TensorType& out = context.return_type(0);
   if (context.tensor_dtype(0) != out.dtype) context.refuse("self of another dtype than the output");
   FunctionBuilder& builder = context.builder();
-  const Tensor mm = product(context, 1, 2, {}, 1, 0);
+  const Tensor mm = product(context, 1, 2, batch, lhs_contracting, rhs_contracting);
   const DType compute = mm.dtype;
   const auto scalar = [&](size_t index) {
     return builder.broadcast_to(builder.convert(context.scalar(index), compute), out.sizes);
@@ -70,6 +74,17 @@ std::vector<Tensor> lower_addmm(OpContext& context) {
   const Tensor scaled_mm = builder.binary("stablehlo.multiply", scalar(4), mm);
   return {builder.convert(builder.binary("stablehlo.add", scaled_self, scaled_mm), out.dtype)};
 }
+
+}  // namespace
+
+// addmm(self, mat1, mat2, *, beta, alpha) = beta * self + alpha * (mat1 @ mat2).
+std::vector<Tensor> lower_addmm(OpContext& context) { return scaled_product_plus_self(context, {}, 1, 0); }
+
+// baddbmm(self, batch1, batch2, *, beta, alpha) = beta * self + alpha * (batch1 @ batch2).
+std::vector<Tensor> lower_baddbmm(OpContext& context) { return scaled_product_plus_self(context, {0}, 2, 1); }
+
+// addmv(self, mat, vec, *, beta, alpha) = beta * self + alpha * (mat @ vec).
+std::vector<Tensor> lower_addmv(OpContext& context) { return scaled_product_plus_self(context, {}, 1, 0); }
 
 // dot(self, tensor) and vdot (the same for real dtypes): the inner product of two vectors.
 // float32 multiplies and sums in f64 and rounds once: ATen's BLAS sums in an order of its own,

@@ -155,6 +155,8 @@ std::vector<Tensor> lower_dot(OpContext& context);        // dot, vdot (real dty
 std::vector<Tensor> lower_mm(OpContext& context);         // mm, mm.out
 std::vector<Tensor> lower_bmm(OpContext& context);        // bmm, bmm.out
 std::vector<Tensor> lower_addmm(OpContext& context);      // addmm, addmm.out
+std::vector<Tensor> lower_baddbmm(OpContext& context);    // baddbmm (+ _, out)
+std::vector<Tensor> lower_addmv(OpContext& context);      // addmv (+ _, out)
 std::vector<Tensor> lower_cdist_forward(OpContext& context);  // _cdist_forward (+ .out), distance.cpp
 std::vector<Tensor> lower_pdist_forward(OpContext& context);  // _pdist_forward (+ .out)
 std::vector<Tensor> lower_threshold_backward(OpContext& context);

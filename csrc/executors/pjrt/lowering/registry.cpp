@@ -182,6 +182,8 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_pdist_forward, with_out("_pdist_forward")},
         {lower_bmm, with_out("bmm")},
         {lower_addmm, with_out("addmm")},
+        {lower_baddbmm, every_form("baddbmm")},
+        {lower_addmv, every_form("addmv")},
         // activation.cpp
         {lower_threshold_backward, with_out("threshold_backward", "grad_input")},
         {lower_silu, every_form("silu")},
