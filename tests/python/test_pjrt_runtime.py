@@ -617,7 +617,7 @@ print(json.dumps({"worst": worst, "fallbacks": torch_tpu.metrics()["fallbacks"]}
     assert max(bf16.values()) < 1e-2, bf16
 
 
-def test_statistics_dot_roll_fill_and_binary_special_cases_lower_natively():
+def test_statistics_products_activations_and_special_cases_lower_natively():
     result = run_json("""
 torch.manual_seed(0)
 x, v, w = torch.randn(4, 7) * 3 + 1, torch.randn(9), torch.randn(9)
@@ -637,6 +637,11 @@ pairs = {
     "roll": (lambda t: t.roll((1, -9), (0, 1)), x),
     "roll_flat": (lambda t: t.roll(3), x),
     "fill_tensor": (lambda t: t.clone().fill_(t[1, 2]), x),
+    "hardswish": (torch.nn.functional.hardswish, x),
+    "hardsigmoid": (torch.nn.functional.hardsigmoid, x),
+    "softplus": (lambda t: torch.nn.functional.softplus(t, beta=2, threshold=3), x),
+    "mish": (torch.nn.functional.mish, x),
+    "threshold": (lambda t: torch.nn.functional.threshold(t, 0.5, -1.0), x),
     "fmax": (lambda t: torch.fmax(t, t.flip(0)), torch.tensor([1.0, float("nan"), -2.0, float("nan")])),
     "fmin_bool": (lambda t: torch.fmin(t, t.flip(0)), torch.tensor([True, False, False])),
     "copysign": (lambda t: torch.copysign(t.abs(), t.flip(0)), torch.tensor([1.0, -0.0, 2.0, 0.0, -3.0])),

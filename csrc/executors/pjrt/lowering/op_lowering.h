@@ -242,6 +242,12 @@ bool gelu_is_tanh_form(OpContext& context, size_t index);
 std::vector<Tensor> lower_leaky_relu(OpContext& context);
 std::vector<Tensor> lower_elu(OpContext& context);
 std::vector<Tensor> lower_gelu(OpContext& context);
+// activation_more.cpp
+std::vector<Tensor> lower_hardsigmoid(OpContext& context);  // hardsigmoid (+ _, out)
+std::vector<Tensor> lower_hardswish(OpContext& context);    // hardswish (+ _, out)
+std::vector<Tensor> lower_softplus(OpContext& context);     // softplus (+ out)
+std::vector<Tensor> lower_mish(OpContext& context);         // mish (+ _, out)
+std::vector<Tensor> lower_threshold(OpContext& context);    // threshold (+ _, out)
 // data_movement.cpp, factory.cpp
 std::vector<Tensor> lower_flip(OpContext& context);
 std::vector<Tensor> lower_arange(OpContext& context);  // arange.start_out

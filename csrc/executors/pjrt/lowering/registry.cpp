@@ -157,6 +157,12 @@ const std::unordered_map<std::string, OpLowering>& table() {
                        "aten::xlogy.OutScalar_Self", "aten::xlogy.OutScalar_Other", "aten::xlogy_.Tensor",
                        "aten::xlogy_.Scalar_Other"}},
         {lower_logaddexp, with_out("logaddexp")},
+        // activation_more.cpp
+        {lower_hardsigmoid, every_form("hardsigmoid")},
+        {lower_hardswish, every_form("hardswish")},
+        {lower_softplus, with_out("softplus")},
+        {lower_mish, every_form("mish")},
+        {lower_threshold, every_form("threshold")},
         // vector_norm.cpp
         {lower_linalg_vector_norm, with_out("linalg_vector_norm")},
         {lower_norm, {"aten::norm.Scalar", "aten::norm.Scalar_out", "aten::norm.ScalarOpt_dim", "aten::norm.out",
