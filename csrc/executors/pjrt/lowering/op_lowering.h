@@ -242,6 +242,12 @@ bool gelu_is_tanh_form(OpContext& context, size_t index);
 std::vector<Tensor> lower_leaky_relu(OpContext& context);
 std::vector<Tensor> lower_elu(OpContext& context);
 std::vector<Tensor> lower_gelu(OpContext& context);
+// math_more.cpp
+std::vector<Tensor> lower_erfc(OpContext& context);        // erfc (+ _, out)
+std::vector<Tensor> lower_exp2(OpContext& context);        // exp2 (+ _, out)
+std::vector<Tensor> lower_frac(OpContext& context);        // frac (+ _, out)
+std::vector<Tensor> lower_signbit(OpContext& context);     // signbit (+ out)
+std::vector<Tensor> lower_nan_to_num(OpContext& context);  // nan_to_num (+ _, out)
 // activation_more.cpp
 std::vector<Tensor> lower_hardsigmoid(OpContext& context);  // hardsigmoid (+ _, out)
 std::vector<Tensor> lower_hardswish(OpContext& context);    // hardswish (+ _, out)

@@ -157,6 +157,12 @@ const std::unordered_map<std::string, OpLowering>& table() {
                        "aten::xlogy.OutScalar_Self", "aten::xlogy.OutScalar_Other", "aten::xlogy_.Tensor",
                        "aten::xlogy_.Scalar_Other"}},
         {lower_logaddexp, with_out("logaddexp")},
+        // math_more.cpp
+        {lower_erfc, every_form("erfc")},
+        {lower_exp2, every_form("exp2")},
+        {lower_frac, every_form("frac")},
+        {lower_signbit, with_out("signbit")},
+        {lower_nan_to_num, every_form("nan_to_num")},
         // activation_more.cpp
         {lower_hardsigmoid, every_form("hardsigmoid")},
         {lower_hardswish, every_form("hardswish")},
