@@ -643,6 +643,8 @@ pairs = {
     "hardswish": (torch.nn.functional.hardswish, x),
     "hardsigmoid": (torch.nn.functional.hardsigmoid, x),
     "softplus": (lambda t: torch.nn.functional.softplus(t, beta=2, threshold=3), x),
+    "softplus_grad": (lambda t: (lambda u: torch.autograd.grad(
+        torch.nn.functional.softplus(u, beta=2, threshold=3).sum(), u)[0])(t.detach().clone().requires_grad_()), x),
     "mish": (torch.nn.functional.mish, x),
     "threshold": (lambda t: torch.nn.functional.threshold(t, 0.5, -1.0), x),
     "fmax": (lambda t: torch.fmax(t, t.flip(0)), torch.tensor([1.0, float("nan"), -2.0, float("nan")])),

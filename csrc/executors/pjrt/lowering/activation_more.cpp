@@ -2,6 +2,8 @@
 // computes it; floating outputs, half precision in f32 rounded once:
 //   hardsigmoid(x) = min(max(x + 3, 0), 6) / 6, hardswish(x) = x * min(max(x + 3, 0), 6) / 6,
 //   softplus(x, beta, threshold) = x * beta > threshold ? x : log1p(exp(x * beta)) / beta,
+//   softplus_backward(g, x, beta, threshold) = x * beta > threshold ? g : g * z / (z + 1),
+//     z = exp(x * beta),
 //   mish(x) = x * tanh(log1p(exp(x))), threshold(x, t, v) = x <= t ? v : x (any dtype).
 #include "executors/pjrt/lowering/op_lowering.h"
 
@@ -52,6 +54,22 @@ std::vector<Tensor> lower_softplus(OpContext& context) {
   const Tensor smooth = builder.binary(
       "stablehlo.divide", builder.unary("stablehlo.log_plus_one", builder.unary("stablehlo.exponential", scaled)), beta);
   return u.result(builder.select(builder.compare(scaled, threshold, "GT"), u.x, smooth));
+}
+
+std::vector<Tensor> lower_softplus_backward(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  const DType compute = floating_compute(context, out.dtype);
+  FunctionBuilder& builder = context.builder();
+  const Tensor grad = elementwise_operand(context, 0, out, compute);
+  const Tensor x = elementwise_operand(context, 1, out, compute);
+  const Tensor beta = elementwise_operand(context, 2, out, compute);
+  const Tensor threshold = elementwise_operand(context, 3, out, compute);
+  const Tensor scaled = builder.binary("stablehlo.multiply", x, beta);
+  const Tensor z = builder.unary("stablehlo.exponential", scaled);
+  const Tensor one = builder.splat("1.0", compute, out.sizes);
+  const Tensor smooth = builder.binary("stablehlo.divide", builder.binary("stablehlo.multiply", grad, z),
+                                       builder.binary("stablehlo.add", z, one));
+  return {builder.convert(builder.select(builder.compare(scaled, threshold, "GT"), grad, smooth), out.dtype)};
 }
 
 std::vector<Tensor> lower_mish(OpContext& context) {

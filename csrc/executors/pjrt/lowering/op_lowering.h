@@ -252,6 +252,7 @@ std::vector<Tensor> lower_nan_to_num(OpContext& context);  // nan_to_num (+ _, o
 std::vector<Tensor> lower_hardsigmoid(OpContext& context);  // hardsigmoid (+ _, out)
 std::vector<Tensor> lower_hardswish(OpContext& context);    // hardswish (+ _, out)
 std::vector<Tensor> lower_softplus(OpContext& context);     // softplus (+ out)
+std::vector<Tensor> lower_softplus_backward(OpContext& context);  // softplus_backward (+ grad_input)
 std::vector<Tensor> lower_mish(OpContext& context);         // mish (+ _, out)
 std::vector<Tensor> lower_threshold(OpContext& context);    // threshold (+ _, out)
 // data_movement.cpp, factory.cpp

@@ -167,6 +167,7 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_hardsigmoid, every_form("hardsigmoid")},
         {lower_hardswish, every_form("hardswish")},
         {lower_softplus, with_out("softplus")},
+        {lower_softplus_backward, with_out("softplus_backward", "grad_input")},
         {lower_mish, every_form("mish")},
         {lower_threshold, every_form("threshold")},
         // vector_norm.cpp
