@@ -3,10 +3,13 @@ forward + backward + one AdamW step from the same initial weights; compares logi
 gradients and updated weights.
 
 Some tiny models are chaotic: CPU's own results change with its thread count (training-mode
-batch norm over a handful of values, deep stacks). The reference is therefore computed with
-one and with two threads, and each compared tensor's tolerance is at least twice what CPU's
-two runs differ by; otherwise a tpu run (whose kernels run on one or two threads) could not
-be told apart from CPU's own noise."""
+batch norm over a handful of values, deep stacks), and a float32 result is only as close to
+the exact one as float32 rounding lets it be. The reference is therefore computed with one and
+with two threads, and in float64 where the model runs in float64 and draws no random numbers;
+each compared tensor's tolerance is at least twice the larger of what CPU's two float32 runs
+differ by and what CPU float32 differs from float64 by. A device as accurate as CPU then
+passes, though its rounding errors fall in other directions than CPU's; otherwise a tpu run
+(whose kernels sum in other orders) could not be told apart from CPU's own noise."""
 
 from __future__ import annotations
 
@@ -58,6 +61,25 @@ def spread(first: list, second: list) -> list[float]:
     """Per tensor, the largest elementwise difference between two CPU runs."""
     return [float((a.float() - b.float()).abs().max()) if a.numel() and a.shape == b.shape
             else 0.0 for a, b in zip(first, second)]
+
+
+def widest(first: list, second: list | None) -> list[float]:
+    """Per tensor, the larger of two spreads (`second` may be missing)."""
+    return first if second is None else [max(a, b) for a, b in zip(first, second)]
+
+
+def in_float64(fn, model, inputs):
+    """fn(model, inputs) with the model and the floating inputs in float64, on CPU; None when
+    the model does not run in float64 or draws random numbers (its float64 draws differ from
+    its float32 ones, so the two results would differ by more than rounding)."""
+    inputs64 = pytree.tree_map_only(torch.Tensor, lambda t: t.double() if t.is_floating_point() else t, inputs)
+    torch.manual_seed(0)  # fn seeds the same way: a changed state after it means draws
+    seeded = torch.get_rng_state()
+    try:
+        result = fn(copy.deepcopy(model).double(), inputs64)
+    except Exception:  # noqa: BLE001 (float32-only models keep the thread spread alone)
+        return None
+    return result if torch.equal(seeded, torch.get_rng_state()) else None
 
 
 def on_threads(threads: int, fn, *args):
@@ -129,14 +151,19 @@ def run(model_type: str, record: dict, on_stage) -> dict:
         model, kind, inputs, expected = build_on_cpu(model_type)
         record.update({"class": type(model).__name__, "kind": kind})
         initial = copy.deepcopy(model)
-        noise = spread(expected, on_threads(1, forward, copy.deepcopy(initial), inputs))
+        exact = in_float64(forward, initial, inputs)
+        noise = widest(spread(expected, on_threads(1, forward, copy.deepcopy(initial), inputs)),
+                       None if exact is None else spread(expected, exact))
         trains = "labels" in inputs and getattr(model(**inputs), "loss", None) is not None
         expected_step = step_noise = None
         if trains:
             expected_step = training_step(copy.deepcopy(initial), inputs)
             single = on_threads(1, training_step, copy.deepcopy(initial), inputs)
-            step_noise = [spread([expected_step[0]], [single[0]]),
-                          spread(expected_step[1], single[1]), spread(expected_step[2], single[2])]
+            exact = in_float64(training_step, initial, inputs)
+            loss, grads, weights = ([expected_step[0]], expected_step[1], expected_step[2])
+            step_noise = [widest(spread(loss, [single[0]]), None if exact is None else spread(loss, [exact[0]])),
+                          widest(spread(grads, single[1]), None if exact is None else spread(grads, exact[1])),
+                          widest(spread(weights, single[2]), None if exact is None else spread(weights, exact[2]))]
     except Exception as error:  # noqa: BLE001
         return {"status": CPU_ERROR, "message": "cpu: " + first_line(error)}
 

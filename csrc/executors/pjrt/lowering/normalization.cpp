@@ -1,7 +1,8 @@
 // Layer, group and batch normalization with their saved statistics (mean and 1/std), as
 // PyTorch's CPU kernels compute them: biased variance from the mean (two passes), rstd =
 // 1 / sqrt(var + eps), half precision computed in f32 and each return rounded once; batch norm
-// training updates the running statistics in place (OpContext::write_argument). Half-precision
+// accumulates its statistics in double and training updates the running statistics in place
+// (OpContext::write_argument). Half-precision
 // layer norm and batch norm training follow the steps ATen's kernels round (below). Refused:
 // inputs with no elements.
 #include <algorithm>
@@ -24,7 +25,6 @@ struct Moments {
   Tensor var;   // biased, shaped `kept`
   Tensor rstd;  // shaped `kept`
   Tensor centered;  // x - mean, x's shape
-  int64_t count;  // elements per statistic
 };
 
 // Mean and 1/sqrt(biased variance + eps) of `x` over `dims` (sorted), the other dimensions
@@ -43,7 +43,7 @@ Moments moments(FunctionBuilder& builder, const Tensor& x, const std::vector<int
       "stablehlo.divide", builder.float_splat(1.0, x.dtype, kept),
       builder.unary("stablehlo.sqrt",
                     builder.binary("stablehlo.add", var, builder.float_splat(eps, x.dtype, kept))));
-  return {mean, var, rstd, centered, count};
+  return {mean, var, rstd, centered};
 }
 
 // A statistic returned as return `index`'s shape and dtype (keepdim's 1s, half rounding).
@@ -95,23 +95,50 @@ Tensor batch_norm_transform(OpContext& context, const Tensor& x, const Tensor& m
   return builder.binary("stablehlo.add", scaled, builder.broadcast_in_dim(beta, x.shape, {1}));
 }
 
+// Batch statistics as ATen's batch_norm_cpu_collect_stats and update_stats compute them: both
+// sums accumulate in double; the mean and the sum of squared deviations are rounded to the
+// input's dtype, and 1/std and the running statistics computed in double from those.
+struct BatchStatistics {
+  Tensor mean;     // [C], the input's dtype
+  Tensor var_sum;  // [C], f64: the sum of (x - mean)^2, rounded to the input's dtype once
+  Tensor rstd;     // [C], the input's dtype
+  int64_t count;   // elements per channel
+};
+
+BatchStatistics batch_statistics(FunctionBuilder& builder, const Tensor& x, double eps) {
+  const std::vector<int64_t> dims = all_but_channels(x.shape);
+  const std::vector<int64_t> channels = {x.shape[1]};
+  const int64_t count = x.numel() / x.shape[1];
+  const DType wide = DType::kFloat64;
+  const auto splat = [&](double value) { return builder.float_splat(value, wide, channels); };
+  const auto rounded_in_x = [&](const Tensor& t) { return builder.convert(builder.convert(t, x.dtype), wide); };
+  const Tensor sum = reduce_sum_in_double(builder, x, dims, channels);
+  const Tensor mean = builder.convert(builder.binary("stablehlo.divide", sum, splat(static_cast<double>(count))), x.dtype);
+  const Tensor centered = builder.binary("stablehlo.subtract", x, builder.broadcast_in_dim(mean, x.shape, {1}));
+  const Tensor var_sum = rounded_in_x(
+      reduce_sum_in_double(builder, builder.binary("stablehlo.multiply", centered, centered), dims, channels));
+  const Tensor var = builder.binary("stablehlo.divide", var_sum, splat(static_cast<double>(count)));
+  const Tensor rstd = builder.binary("stablehlo.divide", splat(1.0),
+                                     builder.unary("stablehlo.sqrt", builder.binary("stablehlo.add", var, splat(eps))));
+  return {mean, var_sum, builder.convert(rstd, x.dtype), count};
+}
+
 // ATen's running-statistics update of training, in place on arguments `running` (mean) and
-// `running + 1` (var): momentum * batch + (1 - momentum) * running, the batch variance unbiased.
-void update_running_statistics(OpContext& context, size_t running, const Moments& m, double momentum) {
+// `running + 1` (var): momentum * batch + (1 - momentum) * running in double, the batch
+// variance unbiased.
+void update_running_statistics(OpContext& context, size_t running, const BatchStatistics& s, double momentum) {
   FunctionBuilder& builder = context.builder();
+  const DType wide = DType::kFloat64;
   for (size_t k = 0; k < 2; ++k) {
     const ir::TensorType& type = context.tensor_type(running + k);
-    if (type.sizes != m.mean.shape) context.refuse("running statistics of another size");
-    const DType compute = m.mean.dtype;
-    const Tensor old = builder.convert(context.tensor(running + k), compute);
-    Tensor batch = m.mean;
-    if (k == 1) {
-      batch = builder.binary("stablehlo.multiply", m.var,
-                             builder.float_splat(static_cast<double>(m.count) / static_cast<double>(m.count - 1),
-                                                 compute, m.var.shape));
-    }
-    const Tensor rate = builder.float_splat(momentum, compute, old.shape);
-    const Tensor keep = builder.float_splat(1.0 - momentum, compute, old.shape);
+    if (type.sizes != s.mean.shape) context.refuse("running statistics of another size");
+    const Tensor old = builder.convert(context.tensor(running + k), wide);
+    const Tensor batch =
+        k == 0 ? builder.convert(s.mean, wide)
+               : builder.binary("stablehlo.divide", s.var_sum,
+                                builder.float_splat(static_cast<double>(s.count - 1), wide, old.shape));
+    const Tensor rate = builder.float_splat(momentum, wide, old.shape);
+    const Tensor keep = builder.float_splat(1.0 - momentum, wide, old.shape);
     const Tensor updated = builder.binary("stablehlo.add", builder.binary("stablehlo.multiply", rate, batch),
                                           builder.binary("stablehlo.multiply", keep, old));
     context.write_argument(running + k, builder.convert(updated, type.dtype));
@@ -134,11 +161,10 @@ std::vector<Tensor> batch_norm(OpContext& context, bool training, std::optional<
     // ATen rounds its half-precision batch statistics in ways not modelled: random bfloat16
     // inputs differ beyond tolerance in about a quarter of the tries.
     if (compute != out.dtype) context.refuse("half-precision training (ATen's rounding of its batch statistics)");
-    const Moments m = moments(builder, x, all_but_channels(x.shape), channels, eps,
-                              [&](const Tensor& s) { return builder.broadcast_in_dim(s, x.shape, {1}); });
-    const Tensor y = batch_norm_transform(context, x, m.mean, m.rstd);
-    if (running) update_running_statistics(context, *running, m, momentum);
-    return {builder.convert(y, out.dtype), as_return(context, 1, m.mean), as_return(context, 2, m.rstd)};
+    const BatchStatistics s = batch_statistics(builder, x, eps);
+    const Tensor y = batch_norm_transform(context, x, s.mean, s.rstd);
+    if (running) update_running_statistics(context, *running, s, momentum);
+    return {builder.convert(y, out.dtype), as_return(context, 1, s.mean), as_return(context, 2, s.rstd)};
   }
   if (!running) context.refuse("evaluation mode without running statistics");
   const Tensor mean = builder.convert(context.tensor(*running), compute);

@@ -124,9 +124,8 @@ std::vector<Tensor> lower_native_layer_norm_backward(OpContext& context) {
   // mean). The sum runs in f64 and is rounded once: XLA's order of a float32 sum is not ATen's
   // (per-thread partial sums), and OpInfo's samples told the two apart; f64 keeps the
   // difference within ATen's own rounding.
-  const DType sum_in = compute == DType::kFloat32 ? DType::kFloat64 : compute;
   const auto sum_rows = [&](const Tensor& terms) {
-    return builder.convert(reduce_sum(builder, builder.convert(terms, sum_in), {0}, {n}), compute);
+    return builder.convert(reduce_sum_in_double(builder, terms, {0}, {n}), compute);
   };
   if (mask[1] != 0) {
     if (!gamma) context.refuse("grad_weight without a weight");
@@ -238,27 +237,33 @@ std::vector<Tensor> lower_native_batch_norm_backward(OpContext& context) {
     if (d != 1) dims.push_back(static_cast<int64_t>(d));
   }
   const auto spread = [&](const Tensor& s) { return builder.broadcast_in_dim(s, input.shape, {1}); };
+  const auto wide = [&](const Tensor& t) { return builder.convert(t, DType::kFloat64); };
+  const auto narrow = [&](const Tensor& t) { return builder.convert(t, compute); };
+  // Both sums accumulate in double (f64 sums, as ATen's accscalar_t), each rounded where ATen
+  // stores it in the input's dtype.
   const Tensor centered = sub(builder, x, spread(mean));
-  const Tensor sum = reduce_sum(builder, dy, dims, stat_shape);
+  const Tensor sum = reduce_sum_in_double(builder, dy, dims, stat_shape);
   const bool dotp_needed = mask[1] != 0 || (mask[0] != 0 && train);
   const std::optional<Tensor> dotp =
-      dotp_needed ? std::optional<Tensor>(reduce_sum(builder, mul(builder, centered, dy), dims, stat_shape)) : std::nullopt;
+      dotp_needed ? std::optional<Tensor>(reduce_sum_in_double(builder, mul(builder, centered, dy), dims, stat_shape))
+                  : std::nullopt;
 
   std::vector<std::optional<Tensor>> gradients(3);
   if (mask[0] != 0) {
     const Tensor scale = weight ? mul(builder, invstd, *weight) : invstd;
     if (train) {
       const double count = static_cast<double>(input.numel() / channels);
-      const Tensor k = builder.binary("stablehlo.divide", mul(builder, mul(builder, *dotp, invstd), invstd),
+      const Tensor k = builder.binary("stablehlo.divide", mul(builder, mul(builder, narrow(*dotp), invstd), invstd),
                                       builder.float_splat(count, compute, stat_shape));
-      const Tensor grad_mean = builder.binary("stablehlo.divide", sum, builder.float_splat(count, compute, stat_shape));
+      const Tensor grad_mean =
+          narrow(builder.binary("stablehlo.divide", sum, builder.float_splat(count, sum.dtype, stat_shape)));
       const Tensor inner = sub(builder, sub(builder, dy, spread(grad_mean)), mul(builder, centered, spread(k)));
       gradients[0] = mul(builder, inner, spread(scale));
     } else {
       gradients[0] = mul(builder, dy, spread(scale));
     }
   }
-  if (mask[1] != 0) gradients[1] = mul(builder, *dotp, invstd);
+  if (mask[1] != 0) gradients[1] = mul(builder, *dotp, wide(invstd));
   if (mask[2] != 0) gradients[2] = sum;
   return masked_returns(context, gradients);
 }

@@ -115,6 +115,11 @@ Tensor reduce(FunctionBuilder& builder, const Tensor& x, const std::vector<int64
               const std::vector<int64_t>& kept, const std::string& combine, const Tensor& init);
 Tensor reduce_sum(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
                   const std::vector<int64_t>& kept);
+// reduce_sum accumulating a float32 `x` in f64, the result still f64 (callers round once where
+// ATen does): ATen's CPU accumulate type for float is double (batch norm's statistics and
+// gradient sums), and XLA's f32 order of summation is not ATen's.
+Tensor reduce_sum_in_double(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
+                            const std::vector<int64_t>& kept);
 // `x` reduced over dimension `dim` by `combine`, the dimension kept with size 1 (keepdim).
 Tensor reduce_keepdim(FunctionBuilder& builder, const Tensor& x, int64_t dim,
                       const std::string& combine, const Tensor& init);

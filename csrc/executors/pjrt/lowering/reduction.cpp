@@ -160,6 +160,12 @@ Tensor reduce_sum(FunctionBuilder& builder, const Tensor& x, const std::vector<i
   return reduce(builder, x, dims, kept, "stablehlo.add", builder.zeros(x.dtype, {}));
 }
 
+Tensor reduce_sum_in_double(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& dims,
+                            const std::vector<int64_t>& kept) {
+  const Tensor wide = x.dtype == ir::DType::kFloat32 ? builder.convert(x, ir::DType::kFloat64) : x;
+  return reduce_sum(builder, wide, dims, kept);
+}
+
 Tensor reduce_keepdim(FunctionBuilder& builder, const Tensor& x, int64_t dim,
                       const std::string& combine, const Tensor& init) {
   std::vector<int64_t> kept;
