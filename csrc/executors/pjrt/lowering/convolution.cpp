@@ -10,7 +10,9 @@
 // emulates it at many times f32's cost, and would rather take XLA's f32 order.) Refused: operands of another dtype than the output, negative padding
 // of a transposed form (padding > dilation * (k - 1)), and a half-precision transposed form
 // (ATen's col2im rounds partial sums to the dtype: about a third of the elements differ).
-// convolution_backward of an ordinary convolution in f32 and f64 (below).
+// convolution_backward of an ordinary convolution in f32 and f64 (below). Depthwise forms are
+// tap sums (depthwise_convolution.h), which XLA's CPU backend does not expand to dense.
+#include "executors/pjrt/lowering/depthwise_convolution.h"
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -106,7 +108,10 @@ std::vector<Tensor> lower_convolution(OpContext& context) {
   // ATen's own f32 rounding moves a 3-d convolution beyond OpInfo's tolerance of the exact value
   // (the sweep's dilated 4x4x4 conv3d by 4.4e-6, its 4 -> 8 channel conv_transpose3d by 3.0e-6,
   // computed in f64): no summation order of XLA's matches it.
-  if (spatial == 3 && compute == DType::kFloat32) context.refuse("a 3-d float32 convolution (ATen's summation order)");
+  const bool depthwise = !transposed && is_depthwise(weight.shape, groups);
+  if (spatial == 3 && compute == DType::kFloat32 && !depthwise) {
+    context.refuse("a 3-d float32 convolution (ATen's summation order)");
+  }
   const DType convolve_in = groups > 1 && compute == DType::kFloat32 ? DType::kFloat64 : compute;
 
   std::vector<std::pair<int64_t, int64_t>> pads;
@@ -145,9 +150,11 @@ std::vector<Tensor> lower_convolution(OpContext& context) {
   spec.rhs_dilation = dilation;
   spec.padding = pads;
   spec.feature_groups = groups;
-  Tensor y = builder.convert(
-      convolve(builder, builder.convert(input, convolve_in), builder.convert(weight, convolve_in), out.sizes, spec),
-      compute);
+  const Tensor lhs = builder.convert(input, convolve_in), rhs = builder.convert(weight, convolve_in);
+  Tensor y = builder.convert(depthwise
+                                 ? depthwise_forward(builder, lhs, rhs, {stride, padding, dilation}, out.sizes)
+                                 : convolve(builder, lhs, rhs, out.sizes, spec),
+                             compute);
   if (context.arg(2).kind == ir::Argument::Kind::kTensor) {
     if (context.tensor_dtype(2) != out.dtype) context.refuse("a bias of another dtype than the output");
     const Tensor bias = builder.convert(context.tensor(2), compute);
@@ -169,7 +176,10 @@ std::vector<Tensor> lower_convolution_backward(OpContext& context) {
   if (context.tensor_dtype(1) != dtype || context.tensor_dtype(2) != dtype) context.refuse("operands of mixed dtypes");
   if (context.arg(7).integer != 0) context.refuse("a transposed convolution's backward");
   // The OpInfo sweep finds 3-d weight gradients beyond float32's tolerance (XLA's summation).
-  if (context.tensor_type(1).sizes.size() == 5 && dtype == DType::kFloat32) context.refuse("a 3-d float32 convolution's backward");
+  if (context.tensor_type(1).sizes.size() == 5 && dtype == DType::kFloat32 &&
+      !is_depthwise(context.tensor_type(2).sizes, context.arg(9).integer)) {
+    context.refuse("a 3-d float32 convolution's backward");
+  }
   FunctionBuilder& builder = context.builder();
   const Tensor grad = context.tensor(0);
   Tensor input = context.tensor(1);
@@ -190,7 +200,19 @@ std::vector<Tensor> lower_convolution_backward(OpContext& context) {
     context.refuse("groups inconsistent with the operands");
   }
   std::vector<Tensor> results;
-  if (mask[0] != 0) {
+  const bool depthwise = is_depthwise(weight.shape, groups);
+  if (depthwise) {
+    // Summed in f64 for float32 and rounded once, as the forward.
+    const auto wide = [&](const Tensor& t) { return builder.convert(t, DType::kFloat64); };
+    const DepthwiseWindow window = {stride, padding, dilation};
+    if (mask[0] != 0) {
+      results.push_back(builder.convert(depthwise_grad_input(builder, wide(grad), wide(weight), window, input.shape), dtype));
+    }
+    if (mask[1] != 0) {
+      results.push_back(builder.convert(depthwise_grad_weight(builder, wide(grad), wide(input), window, weight.shape), dtype));
+    }
+  }
+  if (mask[0] != 0 && !depthwise) {
     ConvolutionSpec spec;
     spec.lhs_layout = spec.out_layout = layout("b", "f", spatial);
     spec.rhs_layout = groups == 1 ? layout("i", "o", spatial) : layout("o", "i", spatial);
@@ -210,7 +232,7 @@ std::vector<Tensor> lower_convolution_backward(OpContext& context) {
     const Tensor kernel = groups == 1 ? reversed : regrouped_kernel(builder, reversed, groups);
     results.push_back(convolve(builder, grad, kernel, input.shape, spec));
   }
-  if (mask[1] != 0) {
+  if (mask[1] != 0 && !depthwise) {
     ConvolutionSpec spec;
     // The input's channels are the batch and its batch the features; grad_output's batch is
     // the kernel's input features and its channels the output features: [O, C/g, k...].
