@@ -87,6 +87,11 @@ Tensor converted_operand(OpContext& context, size_t index, ir::DType compute,
   return builder.broadcast_to(builder.convert(context.tensor(index), compute), shape);
 }
 
+Tensor as_return(OpContext& context, size_t index, const Tensor& value) {
+  const ir::TensorType& type = context.return_type(index);
+  return context.builder().reshape(context.builder().convert(value, type.dtype), type.sizes);
+}
+
 const ir::TensorType& OpContext::tensor_type(size_t index) const {
   const ir::Argument& argument = arg(index);
   if (argument.kind != ir::Argument::Kind::kTensor) {

@@ -46,12 +46,6 @@ Moments moments(FunctionBuilder& builder, const Tensor& x, const std::vector<int
   return {mean, var, rstd, centered};
 }
 
-// A statistic returned as return `index`'s shape and dtype (keepdim's 1s, half rounding).
-Tensor as_return(OpContext& context, size_t index, const Tensor& value) {
-  const ir::TensorType& type = context.return_type(index);
-  return context.builder().reshape(context.builder().convert(value, type.dtype), type.sizes);
-}
-
 // The returns of an input with no elements are left to the host kernel (its NaN statistics).
 void refuse_empty(OpContext& context, const Tensor& x) {
   if (x.numel() == 0) context.refuse("an input with no elements");

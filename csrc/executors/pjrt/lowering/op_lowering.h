@@ -95,6 +95,9 @@ ir::DType floating_compute(OpContext& context, ir::DType out);
 // Tensor argument `index` converted to `compute` and broadcast to `shape`.
 Tensor converted_operand(OpContext& context, size_t index, ir::DType compute,
                          const std::vector<int64_t>& shape);
+// `value` rounded to return `index`'s dtype and reshaped to its sizes (a statistic computed
+// without keepdim's 1s, or in a wider dtype).
+Tensor as_return(OpContext& context, size_t index, const Tensor& value);
 
 // Shared by the families (pointwise.cpp): tensor or Scalar argument `index` of an elementwise op
 // writing `out`, converted to `compute` and broadcast to out's sizes. PyTorch computes an out=

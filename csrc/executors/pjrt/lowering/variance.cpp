@@ -54,32 +54,26 @@ Spread spread_of(OpContext& context) {
   return {builder.binary("stablehlo.divide", squares, builder.broadcast_to(divisor, kept)), mean};
 }
 
-// `value` (f64) rounded to return `index`'s dtype and shaped as it (keepdim).
-Tensor as_return(OpContext& context, const Tensor& value, size_t index) {
-  const ir::TensorType& out = context.return_type(index);
-  return context.builder().reshape(context.builder().convert(value, out.dtype), out.sizes);
-}
-
 Tensor root(OpContext& context, const Tensor& variance) {
   return context.builder().unary("stablehlo.sqrt", variance);
 }
 
 }  // namespace
 
-std::vector<Tensor> lower_var(OpContext& context) { return {as_return(context, spread_of(context).variance, 0)}; }
+std::vector<Tensor> lower_var(OpContext& context) { return {as_return(context, 0, spread_of(context).variance)}; }
 
 std::vector<Tensor> lower_std(OpContext& context) {
-  return {as_return(context, root(context, spread_of(context).variance), 0)};
+  return {as_return(context, 0, root(context, spread_of(context).variance))};
 }
 
 std::vector<Tensor> lower_var_mean(OpContext& context) {
   const Spread spread = spread_of(context);
-  return {as_return(context, spread.variance, 0), as_return(context, spread.mean, 1)};
+  return {as_return(context, 0, spread.variance), as_return(context, 1, spread.mean)};
 }
 
 std::vector<Tensor> lower_std_mean(OpContext& context) {
   const Spread spread = spread_of(context);
-  return {as_return(context, root(context, spread.variance), 0), as_return(context, spread.mean, 1)};
+  return {as_return(context, 0, root(context, spread.variance)), as_return(context, 1, spread.mean)};
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering

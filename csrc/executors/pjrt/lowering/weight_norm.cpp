@@ -50,15 +50,8 @@ Tensor spread(FunctionBuilder& builder, const Tensor& slice_values, const Slices
   return builder.broadcast_in_dim(slice_values, s.shape, {s.dim});
 }
 
-// A vector of slices shaped like the return `index` (v's rank, size 1 but along dim).
-Tensor as_return(OpContext& context, const Tensor& slice_values, size_t index) {
-  const ir::TensorType& out = context.return_type(index);
-  return context.builder().reshape(context.builder().convert(slice_values, out.dtype), out.sizes);
-}
-
 Tensor sum_per_slice(FunctionBuilder& builder, const Tensor& x, const Slices& s, DType compute) {
-  const DType sum_in = compute == DType::kFloat32 ? DType::kFloat64 : compute;
-  return builder.convert(reduce_sum(builder, builder.convert(x, sum_in), s.reduced, {s.count}), compute);
+  return builder.convert(reduce_sum_in_double(builder, builder.convert(x, compute), s.reduced, {s.count}), compute);
 }
 
 Tensor mul(FunctionBuilder& b, const Tensor& x, const Tensor& y) { return b.binary("stablehlo.multiply", x, y); }
@@ -74,7 +67,7 @@ std::vector<Tensor> lower_weight_norm_interface(OpContext& context) {
   const Tensor g = per_slice(context, 1, s, compute);
   const Tensor norms = builder.unary("stablehlo.sqrt", sum_per_slice(builder, mul(builder, v, v), s, compute));
   const Tensor w = mul(builder, v, spread(builder, div(builder, g, norms), s));
-  return {builder.convert(w, context.return_type(0).dtype), as_return(context, norms, 1)};
+  return {builder.convert(w, context.return_type(0).dtype), as_return(context, 1, norms)};
 }
 
 std::vector<Tensor> lower_weight_norm_interface_backward(OpContext& context) {
@@ -91,7 +84,7 @@ std::vector<Tensor> lower_weight_norm_interface_backward(OpContext& context) {
   const Tensor b = div(builder, mul(builder, a, dot), mul(builder, norms, norms));
   const Tensor grad_v = builder.binary("stablehlo.subtract", mul(builder, spread(builder, a, s), grad_w),
                                        mul(builder, spread(builder, b, s), v));
-  return {builder.convert(grad_v, context.return_type(0).dtype), as_return(context, div(builder, dot, norms), 1)};
+  return {builder.convert(grad_v, context.return_type(0).dtype), as_return(context, 1, div(builder, dot, norms))};
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering
