@@ -52,6 +52,13 @@ def set_runtime(name: str, plugin: str = None) -> None:
     plugin = plugin or os.environ.get("TORCH_TPU_PJRT_PLUGIN") or _DEFAULT_PLUGIN
     # libtpu otherwise spends minutes looking for a cloud metadata server first.
     os.environ.setdefault("TPU_SKIP_MDS_QUERY", "1")
+    if plugin == "cpu":
+        # The CPU plugin logs two ERROR lines ("Target machine feature +prefer-no-gather is not
+        # supported on the host machine ... could lead to SIGILL") for every executable it
+        # loads from the disk cache: the compile's tuning flags compared as if they were CPU
+        # features, harmless. Only fatal messages are kept unless the user asks otherwise; the
+        # plugin's errors reach Python as exceptions with its message either way.
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
     _C._select_pjrt_runtime(plugin, _search_dirs(), _disk_cache_dir())
     atexit.register(_at_exit)
 
