@@ -55,11 +55,13 @@ def choose_head(model_type: str) -> tuple[str, str] | None:
     return None
 
 
-# How far to shrink: "tiny" shrinks everything; "shallow" only the layer count and the
-# vocabulary, for architectures whose widths are tied together in ways the generic shrinker
-# cannot know (per-stage lists, grouped convolutions); "configured" only the vocabulary, for
-# models that are small as configured. The sweep tries them in this order.
-LEVELS = ("tiny", "shallow", "configured")
+# How far to shrink: "tiny" shrinks everything; "shallow" only the layer count, the image
+# size and the vocabulary, for architectures whose widths are tied together in ways the
+# generic shrinker cannot know (per-stage lists, grouped convolutions); "shallow_full_images"
+# the same at the configured image size, for those whose windows or patches need it (Swin);
+# "configured" only the vocabulary, for models that are small as configured. The sweep tries
+# them in this order.
+LEVELS = ("tiny", "shallow", "shallow_full_images", "configured")
 VOCAB = 1024
 MAX_CONFIGURED_PARAMETERS = 15_000_000
 
@@ -87,8 +89,9 @@ def shrink(config, level: str = "tiny") -> None:
         set_smaller(("num_key_value_heads", "multi_query_group_num"), SIZES["kv_heads"])
         if isinstance(getattr(config, "head_dim", None), int):
             config.head_dim = SIZES["head_dim"]
-        set_smaller(("image_size", "img_size"), SIZES["image_size"])
         set_smaller(("max_source_positions",), 16)
+    if level in ("tiny", "shallow"):
+        set_smaller(("image_size", "img_size"), SIZES["image_size"])
     for name, value in vars(config).copy().items():
         # Lists sized by the layer count (layer_types, per-layer windows) follow it.
         if isinstance(value, list) and len(value) > SIZES["layers"] and name.startswith("layer"):
