@@ -5,7 +5,7 @@ cache's hit rate in a steady training loop (target 100%). Each (runtime, mode) m
 fresh process (the runtime is chosen at start-up), the same work in each. Prints the tables and
 writes benchmarks/results/pjrt_programs.json.
 
-    python benchmarks/pjrt_programs.py [--size 5000] [--iterations 50] [--steps 6]
+    python benchmarks/pjrt_programs.py [--plugin cpu|cuda|tpu|PATH] [--size 5000] [--iterations 50] [--steps 6]
 """
 
 import argparse
@@ -99,6 +99,8 @@ def child(args):
 def measure(runtime, mode, args, signatures=0, cache_dir=None):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TPU_")}
     env["TORCH_TPU_RUNTIME"] = runtime
+    if runtime == "pjrt":
+        env["TORCH_TPU_PJRT_PLUGIN"] = args.plugin
     if cache_dir is not None:
         env["TORCH_TPU_PJRT_CACHE_DIR"] = cache_dir
     command = [sys.executable, __file__, "--child", "--mode", mode, "--size", str(args.size),
@@ -110,6 +112,7 @@ def measure(runtime, mode, args, signatures=0, cache_dir=None):
 
 def main():
     parser = argparse.ArgumentParser()
+    parser.add_argument("--plugin", default="cpu", help="the PJRT runs' plugin (cpu, cuda, tpu or a path)")
     parser.add_argument("--size", type=int, default=5000)
     parser.add_argument("--iterations", type=int, default=50)
     parser.add_argument("--repeats", type=int, default=3)
@@ -130,7 +133,7 @@ def main():
             "host fused": measure("host", "fused", args),
         }
     strict = runs["pjrt strict"]
-    print(f"elementwise loop ({args.size}x{args.size} float32, {args.iterations} x (+1, *2, -1), "
+    print(f"PJRT plugin {args.plugin!r}; elementwise loop ({args.size}x{args.size} float32, {args.iterations} x (+1, *2, -1), "
           f"median of {args.repeats}) and demo training step (median of {args.steps})")
     print(f"{'':<26}{'loop s':>9}{'vs strict':>11}{'step ms':>10}{'vs strict':>11}{'steady hit rate':>17}")
     for name, run in runs.items():
@@ -144,7 +147,8 @@ def main():
         print(f"new op signature ({name}): first call {s['first_call_ms']:.1f} ms, "
               f"compile {s['compile_ms']:.1f} ms per program ({s['programs']} programs)")
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
-    with open(os.path.join(HERE, "results", "pjrt_programs.json"), "w") as f:
+    suffix = "" if args.plugin == "cpu" else f"_{os.path.basename(args.plugin).split('.')[0]}"
+    with open(os.path.join(HERE, "results", f"pjrt_programs{suffix}.json"), "w") as f:
         json.dump({"args": vars(args), "runs": runs}, f, indent=1)
 
 

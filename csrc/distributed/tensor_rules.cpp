@@ -5,6 +5,7 @@
 #include <ATen/ops/view_as_real.h>
 #include <c10/util/Exception.h>
 
+#include "distributed/c10d_names.h"
 #include "privateuse1/tpu_tensor.h"
 
 namespace torch_tpu::distributed {
@@ -118,7 +119,7 @@ TensorList reducible(const TensorList& views) {
 
 Reduction reduction_of(const ReduceOp& requested) {
   if (requested.op_ != ReduceOp::PREMUL_SUM) return {requested, std::nullopt, std::nullopt};
-  const auto* supplement = dynamic_cast<c10d::PreMulSumSupplement*>(requested.supplement_.get());
+  const auto* supplement = dynamic_cast<PreMulSumSupplement*>(requested.supplement_.get());
   TORCH_CHECK(supplement != nullptr, "tpu_dist: PREMUL_SUM without a factor");
   Reduction reduction{ReduceOp(ReduceOp::SUM), std::nullopt, std::nullopt};
   if (supplement->tensor_factor.defined() && is_tpu(supplement->tensor_factor)) {

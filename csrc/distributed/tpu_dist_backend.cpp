@@ -6,6 +6,7 @@
 #include <ATen/ops/empty.h>
 #include <c10/util/Exception.h>
 
+#include "distributed/c10d_names.h"
 #include "distributed/tensor_rules.h"
 
 namespace torch_tpu::distributed {
@@ -342,9 +343,9 @@ c10::intrusive_ptr<c10d::Work> TpuDistBackend::reduce_scatter_tensor_coalesced(
   }
   TORCH_CHECK(opts.reduceOp.op_ != ReduceOp::PREMUL_SUM,
               "tpu_dist: reduce_scatter_tensor_coalesced does not support PREMUL_SUM yet");
-  Collective call{OpType::REDUCE_SCATTER_TENSOR_COALESCED,
+  Collective call{kReduceScatterTensorCoalesced,
                   "tpu_dist::reduce_scatter_tensor_coalesced",
-                  signature_of_many(OpType::REDUCE_SCATTER_TENSOR_COALESCED, inputs,
+                  signature_of_many(kReduceScatterTensorCoalesced, inputs,
                                     opts.reduceOp.op_),
                   inputs, outputs, {}};
   call.run = [opts](c10d::Backend& transport, TensorList& ins, TensorList& outs) {

@@ -57,6 +57,18 @@ TEST(PjrtLowering, AddTakesOneParameterPerReadStorageAndItsAlpha) {
   EXPECT_FALSE(contains(text, "2.0")) << text;
 }
 
+TEST(PjrtLowering, MatrixProductsMultiplyFloat32InFullPrecision) {
+  // PyTorch's default float32 matmul precision is "highest"; with XLA's default a TPU would
+  // multiply f32 as one bf16 pass and a GPU as TF32.
+  const Program program = binary_program("aten::mm", row_major(DType::kFloat32, {2, 3}),
+                                         row_major(DType::kFloat32, {3, 4}),
+                                         row_major(DType::kFloat32, {2, 4}));
+  const std::string text = lower_program(program).mlir;
+  EXPECT_TRUE(contains(text, "\"stablehlo.dot_general\"")) << text;
+  EXPECT_TRUE(contains(text, "precision_config = [#stablehlo<precision HIGHEST>, "
+                             "#stablehlo<precision HIGHEST>]")) << text;
+}
+
 TEST(PjrtLowering, AStorageViewedAsTwoDtypesStaysBytes) {
   // s0 holds i32[4]; %1 = view of s0 as f32[4] (a value of another dtype over it), neg'd into s1.
   Program program;

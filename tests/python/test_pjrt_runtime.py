@@ -5,12 +5,16 @@ interpreter (the runtime is chosen at start-up; a malformed request could abort 
 process)."""
 
 import json
+import os
 
 import pytest
 
 from conftest import run_python, run_python_ok
 
-PJRT = {"TORCH_TPU_RUNTIME": "pjrt"}
+# TORCH_TPU_TEST_PJRT_PLUGIN runs the suite on another plugin (cuda on a GPU host, tpu on a TPU
+# host); tests that check the CPU plugin's own name and version then fail, as they should.
+PJRT = {"TORCH_TPU_RUNTIME": "pjrt",
+        "TORCH_TPU_PJRT_PLUGIN": os.environ.get("TORCH_TPU_TEST_PJRT_PLUGIN", "cpu")}
 
 
 def run_json(code: str, env: dict | None = None) -> dict:

@@ -24,7 +24,7 @@ Tensor batched_dot(FunctionBuilder& builder, const Tensor& a, const Tensor& b, i
   const std::string numbers = "dot_dimension_numbers = #stablehlo.dot<lhs_batching_dimensions = [0, 1], "
                               "rhs_batching_dimensions = [0, 1], lhs_contracting_dimensions = " +
                               index_list({a_contract}) + ", rhs_contracting_dimensions = " +
-                              index_list({b_contract}) + ">";
+                              index_list({b_contract}) + ">, " + highest_precision();
   return builder.op("stablehlo.dot_general", {a, b}, a.dtype, shape, numbers);
 }
 

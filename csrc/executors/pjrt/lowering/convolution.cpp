@@ -72,7 +72,7 @@ Tensor convolve(FunctionBuilder& builder, const Tensor& lhs, const Tensor& rhs, 
       spec.lhs_layout + "x" + spec.rhs_layout + "->" + spec.out_layout + ">, feature_group_count = " +
       std::to_string(spec.feature_groups) + " : i64, lhs_dilation = " + i64_array(spec.lhs_dilation) +
       ", padding = " + padding_attribute(spec.padding) + ", rhs_dilation = " + i64_array(spec.rhs_dilation) +
-      ", window_strides = " + i64_array(spec.window_strides);
+      ", window_strides = " + i64_array(spec.window_strides) + ", " + highest_precision();
   return builder.op("stablehlo.convolution", {lhs, rhs}, lhs.dtype, shape, attributes);
 }
 

@@ -64,7 +64,8 @@ Tensor euclidean_by_product(FunctionBuilder& builder, const Tensor& x1, const Te
                                        : "lhs_batching_dimensions = " + index_list(batch) +
                                              ", rhs_batching_dimensions = " + index_list(batch) + ", ") +
                               "lhs_contracting_dimensions = " + index_list({last}) +
-                              ", rhs_contracting_dimensions = " + index_list({last}) + ">";
+                              ", rhs_contracting_dimensions = " + index_list({last}) + ">, " +
+                              highest_precision();
   const Tensor product = builder.op("stablehlo.dot_general", {lhs, rhs}, x1.dtype, out_shape, numbers);
   const Tensor clamped = builder.binary("stablehlo.maximum", product, builder.zeros(x1.dtype, out_shape));
   return builder.unary("stablehlo.sqrt", clamped);

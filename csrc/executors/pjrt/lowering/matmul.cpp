@@ -34,7 +34,7 @@ Tensor product(OpContext& context, size_t lhs_index, size_t rhs_index,
                      : "lhs_batching_dimensions = " + index_list(batch) +
                            ", rhs_batching_dimensions = " + index_list(batch) + ", ") +
       "lhs_contracting_dimensions = " + index_list({lhs_contracting}) +
-      ", rhs_contracting_dimensions = " + index_list({rhs_contracting}) + ">";
+      ", rhs_contracting_dimensions = " + index_list({rhs_contracting}) + ">, " + highest_precision();
   return builder.op("stablehlo.dot_general", {lhs, rhs}, compute, out.sizes, numbers);
 }
 
@@ -104,7 +104,7 @@ std::vector<Tensor> lower_dot(OpContext& context) {
   const Tensor rhs = builder.convert(context.tensor(1), wide);
   const Tensor product = builder.op("stablehlo.dot_general", {lhs, rhs}, wide, {},
                                     "dot_dimension_numbers = #stablehlo.dot<lhs_contracting_dimensions = [0], "
-                                    "rhs_contracting_dimensions = [0]>");
+                                    "rhs_contracting_dimensions = [0]>, " + highest_precision());
   return {builder.reshape(builder.convert(product, out.dtype), out.sizes)};
 }
 

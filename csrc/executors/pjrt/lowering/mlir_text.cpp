@@ -67,6 +67,10 @@ std::string index_list(const std::vector<int64_t>& values) {
   return text + "]";
 }
 
+std::string highest_precision() {
+  return "precision_config = [#stablehlo<precision HIGHEST>, #stablehlo<precision HIGHEST>]";
+}
+
 int64_t Tensor::numel() const {
   int64_t count = 1;
   for (const int64_t size : shape) count *= size;
@@ -91,9 +95,9 @@ Tensor FunctionBuilder::op(const std::string& name, const std::vector<Tensor>& o
                            ir::DType dtype, std::vector<int64_t> shape,
                            const std::string& attributes) {
   Tensor result{next_name(), dtype, std::move(shape)};
-  body_ << "    " << result.name << " = \"" << name << "\"(" << join_names(operands) << ")";
-  if (!attributes.empty()) body_ << " {" << attributes << "}";
-  body_ << " : (" << join_types(operands) << ") -> " << result.type() << "\n";
+  body_ += "    " + result.name + " = \"" + name + "\"(" + join_names(operands) + ")";
+  if (!attributes.empty()) body_ += " {" + attributes + "}";
+  body_ += " : (" + join_types(operands) + ") -> " + result.type() + "\n";
   return result;
 }
 
@@ -103,14 +107,10 @@ Tensor FunctionBuilder::op_with_region(const std::string& name, const std::vecto
                                        const std::vector<Tensor>& region_arguments,
                                        const std::string& region) {
   Tensor result{next_name(), dtype, std::move(shape)};
-  body_ << "    " << result.name << " = \"" << name << "\"(" << join_names(operands) << ") ({\n"
-        << "    ^bb" << next_++ << "(";
-  for (size_t i = 0; i < region_arguments.size(); ++i) {
-    body_ << (i ? ", " : "") << region_arguments[i].name << ": " << region_arguments[i].type();
-  }
-  body_ << "):\n" << region << "    })";
-  if (!attributes.empty()) body_ << " {" << attributes << "}";
-  body_ << " : (" << join_types(operands) << ") -> " << result.type() << "\n";
+  body_ += "    " + result.name + " = \"" + name + "\"(" + join_names(operands) + ") ({\n";
+  append_region(region_arguments, region);
+  if (!attributes.empty()) body_ += " {" + attributes + "}";
+  body_ += " : (" + join_types(operands) + ") -> " + result.type() + "\n";
   return result;
 }
 
@@ -134,31 +134,36 @@ std::vector<Tensor> FunctionBuilder::multi_result_op_with_region(
   for (size_t i = 0; i < results.size(); ++i) {
     named.push_back({base + "#" + std::to_string(i), results[i].dtype, results[i].shape});
   }
-  body_ << "    " << base << ":" << results.size() << " = \"" << name << "\"(" << join_names(operands)
-        << ") ({\n    ^bb" << next_++ << "(";
-  for (size_t i = 0; i < region_arguments.size(); ++i) {
-    body_ << (i ? ", " : "") << region_arguments[i].name << ": " << region_arguments[i].type();
-  }
-  body_ << "):\n" << region << "    })";
-  if (!attributes.empty()) body_ << " {" << attributes << "}";
-  body_ << " : (" << join_types(operands) << ") -> (" << join_types(named) << ")\n";
+  body_ += "    " + base + ":" + std::to_string(results.size()) + " = \"" + name + "\"(" +
+           join_names(operands) + ") ({\n";
+  append_region(region_arguments, region);
+  if (!attributes.empty()) body_ += " {" + attributes + "}";
+  body_ += " : (" + join_types(operands) + ") -> (" + join_types(named) + ")\n";
   return named;
 }
 
 std::string FunctionBuilder::region_body(const std::function<std::vector<Tensor>()>& emit) {
   // The ops `emit` adds go to a stream of their own; the function's body is put back even when
   // `emit` throws (a lowering refusing), so the builder stays usable.
-  std::ostringstream function_body;
+  std::string function_body;
   body_.swap(function_body);
   struct Restore {
-    std::ostringstream& body;
-    std::ostringstream& saved;
+    std::string& body;
+    std::string& saved;
     ~Restore() { body.swap(saved); }
   } restore{body_, function_body};
   const std::vector<Tensor> results = emit();
-  body_ << "      \"stablehlo.return\"(" << join_names(results) << ") : (" << join_types(results)
-        << ") -> ()\n";
-  return body_.str();
+  body_ += "      \"stablehlo.return\"(" + join_names(results) + ") : (" + join_types(results) +
+           ") -> ()\n";
+  return body_;
+}
+
+void FunctionBuilder::append_region(const std::vector<Tensor>& arguments, const std::string& region) {
+  body_ += "    ^bb" + std::to_string(next_++) + "(";
+  for (size_t i = 0; i < arguments.size(); ++i) {
+    body_ += (i ? ", " : "") + arguments[i].name + ": " + arguments[i].type();
+  }
+  body_ += "):\n" + region + "    })";
 }
 
 Tensor FunctionBuilder::splat(const std::string& literal, ir::DType dtype,
@@ -224,17 +229,15 @@ Tensor FunctionBuilder::unary(const std::string& name, const Tensor& x) {
 }
 
 std::string FunctionBuilder::finish_module(const std::vector<Tensor>& results) const {
-  std::ostringstream text;
-  text << "\"builtin.module\"() ({\n  \"func.func\"() ({\n  ^bb0(";
+  std::string text = "\"builtin.module\"() ({\n  \"func.func\"() ({\n  ^bb0(";
   for (size_t i = 0; i < parameters_.size(); ++i) {
-    text << (i ? ", " : "") << parameters_[i].name << ": " << parameters_[i].type();
+    text += (i ? ", " : "") + parameters_[i].name + ": " + parameters_[i].type();
   }
-  text << "):\n" << body_.str();
-  text << "    \"func.return\"(" << join_names(results) << ") : (" << join_types(results)
-       << ") -> ()\n";
-  text << "  }) {function_type = (" << join_types(parameters_) << ") -> (" << join_types(results)
-       << "), sym_name = \"main\"} : () -> ()\n}) : () -> ()\n";
-  return text.str();
+  text += "):\n" + body_;
+  text += "    \"func.return\"(" + join_names(results) + ") : (" + join_types(results) + ") -> ()\n";
+  text += "  }) {function_type = (" + join_types(parameters_) + ") -> (" + join_types(results) +
+          "), sym_name = \"main\"} : () -> ()\n}) : () -> ()\n";
+  return text;
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering

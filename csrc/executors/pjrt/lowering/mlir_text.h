@@ -6,7 +6,6 @@
 
 #include <cstdint>
 #include <functional>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -27,6 +26,10 @@ std::string tensor_type(ir::DType dtype, const std::vector<int64_t>& shape);
 std::string i64_array(const std::vector<int64_t>& values);
 // "[1, 0]", the spelling of index lists inside #stablehlo.gather / #stablehlo.dot.
 std::string index_list(const std::vector<int64_t>& values);
+// The precision_config attribute of a dot_general or convolution that multiplies its f32
+// operands in full f32, as PyTorch's default (float32 matmul precision "highest") promises.
+// Without it a backend may round them: TPUs multiply f32 as one bf16 pass, GPUs as TF32.
+std::string highest_precision();
 
 // An SSA value of the function being built.
 struct Tensor {
@@ -100,7 +103,13 @@ class FunctionBuilder {
 
  private:
   std::vector<Tensor> parameters_;
-  std::ostringstream body_;
+  // Appends `  ^bbN(<arguments>):\n<region>    })`, a region's block, to the body.
+  void append_region(const std::vector<Tensor>& arguments, const std::string& region);
+
+  // Plain text, appended to: no stream, so no locale can reformat a number, and a region's body
+  // is set aside by swapping strings (a GPU host's build crashed writing the first number into
+  // an ostringstream that had been swapped).
+  std::string body_;
   int64_t next_ = 0;
 };
 
