@@ -56,6 +56,31 @@ c10::DeviceIndex TpuGuardImpl::deviceCount() const noexcept {
   }
 }
 
+c10::DeviceCapability TpuGuardImpl::getDeviceCapability(Device device) const {
+  TORCH_CHECK(device.index() >= 0 && device.index() < deviceCount(), "tpu device index ",
+              static_cast<int>(device.index()), " out of range: ", static_cast<int>(deviceCount()),
+              " tpu devices");
+  // The dtypes whose tensors can be copied to a chip, back, and converted to each other there.
+  // Left out: quantized types (not supported yet), and the bit-container and 1- to 7-bit integer
+  // shells, which not even CPU tensors can copy or convert.
+  constexpr c10::ScalarType kSupported[] = {
+      c10::kByte, c10::kChar, c10::kShort, c10::kInt, c10::kLong, c10::kUInt16, c10::kUInt32,
+      c10::kUInt64, c10::kBool, c10::kHalf, c10::kBFloat16, c10::kFloat, c10::kDouble,
+      c10::kComplexHalf, c10::kComplexFloat, c10::kComplexDouble, c10::kFloat8_e5m2,
+      c10::kFloat8_e4m3fn, c10::kFloat8_e5m2fnuz, c10::kFloat8_e4m3fnuz, c10::kFloat8_e8m0fnu,
+      c10::kFloat4_e2m1fn_x2};
+  c10::DeviceCapability capability;
+  capability.capability_data.capability_bits = 0;
+  auto& types = capability.capability_data.supported_scalar_types;
+  for (const c10::ScalarType type : kSupported) {
+#define TORCH_TPU_ENABLE_TYPE(_, name) \
+  if (type == c10::ScalarType::name) types.has_##name = 1;
+    AT_FORALL_SCALAR_TYPES_WITH_COMPLEX_AND_QINTS(TORCH_TPU_ENABLE_TYPE)
+#undef TORCH_TPU_ENABLE_TYPE
+  }
+  return capability;
+}
+
 Stream TpuGuardImpl::getStream(Device device) const noexcept {
   const auto index = device.has_index() ? device.index()
                                         : static_cast<c10::DeviceIndex>(engine::current_device());

@@ -15,6 +15,9 @@ struct TpuGuardImpl final : public c10::impl::DeviceGuardImplInterface {
   void setDevice(c10::Device device) const override;
   void uncheckedSetDevice(c10::Device device) const noexcept override;
   c10::DeviceIndex deviceCount() const noexcept override;
+  // torch.accelerator.get_device_capability: the dtypes a tpu tensor can hold and convert
+  // between (on PJRT, ops without a lowering for one run on the host's kernels).
+  c10::DeviceCapability getDeviceCapability(c10::Device device) const override;
 
   c10::Stream getStream(c10::Device device) const noexcept override;
   c10::Stream getDefaultStream(c10::Device device) const override;

@@ -168,3 +168,25 @@ def test_torchrun_local_world_size_gives_one_chip_per_local_rank():
     assert run_python_ok(code, env={"LOCAL_WORLD_SIZE": 3}).strip() == "3"
     assert run_python_ok(code, env={"LOCAL_WORLD_SIZE": 3, "TORCH_TPU_HOST_CHIPS": 1}).strip() == "1"
     assert run_python_ok(code).strip() == "1"
+
+
+def test_device_capability_lists_the_dtypes_a_tpu_tensor_can_hold_and_convert():
+    supported = torch.accelerator.get_device_capability("tpu:0")["supported_dtypes"]
+    assert supported == torch.accelerator.get_device_capability()["supported_dtypes"]
+    assert {torch.float32, torch.bfloat16, torch.float16, torch.int64, torch.bool,
+            torch.complex64, torch.float8_e4m3fn, torch.uint16} <= supported
+    assert not {torch.qint8, torch.quint8, torch.qint32, torch.bits8, torch.int4} & supported
+    for dtype in supported:
+        # Copied there and back bit for bit; converted on the chip wherever CPU converts it
+        # (CPU has no conversion for float4_e2m1fn_x2).
+        values = torch.tensor([0, 1, 1, 0, 1, 0, 0, 1], dtype=torch.uint8).repeat(2).view(dtype)
+        on_tpu = values.to("tpu")
+        assert torch.equal(on_tpu.cpu().view(torch.uint8), values.view(torch.uint8)), dtype
+        wide = torch.complex64 if dtype.is_complex else torch.float32
+        try:
+            expected = values.to(wide)
+        except NotImplementedError:
+            continue
+        assert torch.allclose(on_tpu.to(wide).cpu(), expected, equal_nan=True), dtype
+    with pytest.raises(RuntimeError, match="tpu device index 7 out of range"):
+        torch.accelerator.get_device_capability("tpu:7")

@@ -108,3 +108,19 @@ print("saved")
 
 def test_save_does_not_deadlock_with_queued_work():
     assert finishes_within(DEADLOCK_SCRIPT, timeout=10), "torch.save hung (deadlock)"
+
+
+def test_a_tpu_state_dict_loads_into_a_model_built_on_cpu(mode):
+    # The most common way to load a checkpoint: load_state_dict copies each tpu tensor into a
+    # CPU parameter under no_grad. The copy runs on the chip's queue, where the caller's grad
+    # mode is not in force: it must run below autograd, as the op's kernel does.
+    torch.manual_seed(0)
+    source = torch.nn.Linear(4, 3).to("tpu")
+    model = torch.nn.Linear(4, 3)
+    model.load_state_dict(source.state_dict())
+    assert torch.equal(model.weight.detach(), source.weight.detach().cpu())
+    assert model.weight.requires_grad and model.weight.grad_fn is None
+    parameter = torch.nn.Parameter(torch.zeros(3))
+    with torch.no_grad():
+        parameter.copy_(torch.ones(3, device="tpu"))
+    assert torch.equal(parameter.detach(), torch.ones(3)) and parameter.grad_fn is None
