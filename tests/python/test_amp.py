@@ -91,3 +91,32 @@ def test_autocast_training_step_keeps_float32_master_weights():
     for param in model_tpu.parameters():
         assert param.dtype == torch.float32 and param.grad.dtype == torch.float32
         assert param.grad.is_tpu and torch.isfinite(param.grad).all().item()
+
+
+def test_float16_autocast_promotes_dot_and_trains_with_a_grad_scaler(mode):
+    # dot is on PyTorch's promote list: fp16 inputs under float16 autocast stay fp16, a float32
+    # one promotes (CUDA's behaviour); a GradScaler step trains as on CUDA.
+    a_cpu, a_tpu = cpu_and_tpu(16, seed=1)
+    b_cpu, b_tpu = cpu_and_tpu(16, seed=2)
+    with torch.autocast("tpu", dtype=torch.float16):
+        low = torch.dot(a_tpu.half(), b_tpu.half())
+        mixed = torch.dot(a_tpu, b_tpu.half())
+    assert low.dtype == torch.float16 and mixed.dtype == torch.float32
+    assert_tpu_close(low, torch.dot(a_cpu.half(), b_cpu.half()), atol=1e-2, rtol=1e-2)
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(16, 16), torch.nn.ReLU(), torch.nn.Linear(16, 1)).to("tpu")
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.05)
+    scaler = torch.amp.GradScaler("tpu")
+    x = a_tpu.reshape(1, 16).repeat(8, 1) * torch.linspace(0.5, 1.5, 8, device="tpu")[:, None]
+    losses = []
+    for _ in range(5):
+        optimizer.zero_grad()
+        with torch.autocast("tpu", dtype=torch.float16):
+            out = model(x)
+            loss = (out.float() - 1).pow(2).mean()
+        assert out.dtype == torch.float16
+        scaler.scale(loss).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        losses.append(loss.item())
+    assert losses[-1] < losses[0], losses
