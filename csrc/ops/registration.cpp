@@ -19,6 +19,7 @@
 #include "ops/histogram.h"
 #include "ops/memory.h"
 #include "ops/prefer_cpu_kernels.h"
+#include "ops/recurrent_cells.h"
 
 namespace torch_tpu::ops {
 
@@ -72,6 +73,11 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_backward_overrideable",
          torch::CppFunction::makeFromBoxedFunction<&convolution_backward>());
   m.impl("histc", torch::CppFunction::makeFromBoxedFunction<&histc>());
+  // The fused RNN cells ATen's RNN code picks for tpu, as for CUDA (recurrent_cells.cpp).
+  m.impl("_thnn_fused_lstm_cell", TORCH_FN(fused_lstm_cell));
+  m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(fused_lstm_cell_backward));
+  m.impl("_thnn_fused_gru_cell", TORCH_FN(fused_gru_cell));
+  m.impl("_thnn_fused_gru_cell_backward", TORCH_FN(fused_gru_cell_backward));
   // Last, so the rows above win: the generic kernel over composite kernels
   // (prefer_cpu_kernels.cpp).
   register_generic_kernel_over_composites(m);

@@ -970,3 +970,24 @@ print(json.dumps({"y": y.cpu().tolist(), "disk": torch_tpu.runtime_info()["disk_
     assert first["disk"]["dir"].startswith(str(tmp_path))
     off = run_json(code, {"TORCH_TPU_PJRT_CACHE_DIR": ""})
     assert off["disk"] is None and off["y"] == first["y"]
+
+
+def test_recurrent_layers_run_natively_and_match_cpu():
+    # ATen's RNN code sends tpu tensors to the fused LSTM/GRU cells, computed from tpu ops.
+    result = run_json("""
+torch.manual_seed(0)
+errors = {}
+for name, make in {"lstm": lambda: torch.nn.LSTM(6, 8, num_layers=2, bidirectional=True),
+                   "gru": lambda: torch.nn.GRU(6, 8)}.items():
+    cpu = make(); tpu = make(); tpu.load_state_dict(cpu.state_dict()); tpu = tpu.to("tpu")
+    x = torch.randn(4, 3, 6)
+    outs = []
+    for module, device in ((cpu, "cpu"), (tpu, "tpu")):
+        out = module(x.to(device))[0]
+        out.pow(2).sum().backward()
+        outs.append([out.detach().cpu()] + [p.grad.cpu() for p in module.parameters()])
+    errors[name] = max(float((a - b).abs().max()) for a, b in zip(*outs))
+print(json.dumps({"errors": errors, "fallbacks": torch_tpu.metrics()["fallbacks"]}))
+""")
+    assert all(error < 1e-5 for error in result["errors"].values()), result["errors"]
+    assert result["fallbacks"] == {}, result["fallbacks"]

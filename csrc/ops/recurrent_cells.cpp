@@ -1,0 +1,94 @@
+// The cells in the order ATen's CPU path computes them (RNN.cpp's LSTMCell and GRUCell), so
+// results match CPU's to rounding; the gradients follow CUDA's fused backward kernels.
+#include "ops/recurrent_cells.h"
+
+#include <ATen/TensorOperators.h>
+#include <ATen/ops/add.h>
+#include <ATen/ops/cat.h>
+#include <ATen/ops/mul.h>
+#include <ATen/ops/rsub.h>
+#include <ATen/ops/sigmoid.h>
+#include <ATen/ops/sub.h>
+#include <ATen/ops/sum.h>
+#include <ATen/ops/tanh.h>
+#include <ATen/ops/zeros_like.h>
+
+namespace torch_tpu::ops {
+namespace {
+
+bool defined(const std::optional<at::Tensor>& tensor) { return tensor.has_value() && tensor->defined(); }
+
+at::Tensor with_bias(const at::Tensor& gates, const std::optional<at::Tensor>& bias) {
+  return defined(bias) ? gates + *bias : gates;
+}
+
+// d sigmoid(x) / dx from its value s.
+at::Tensor sigmoid_slope(const at::Tensor& s) { return s * (1 - s); }
+// d tanh(x) / dx from its value t.
+at::Tensor tanh_slope(const at::Tensor& t) { return 1 - t * t; }
+
+at::Tensor bias_gradient(const at::Tensor& grad_gates, bool has_bias) {
+  return has_bias ? grad_gates.sum(0) : at::Tensor();
+}
+
+}  // namespace
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
+    const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
+  const auto gates = with_bias(input_gates, input_bias) + with_bias(hidden_gates, hidden_bias);
+  const auto chunks = gates.chunk(4, 1);
+  const at::Tensor i = at::sigmoid(chunks[0]);
+  const at::Tensor f = at::sigmoid(chunks[1]);
+  const at::Tensor g = at::tanh(chunks[2]);
+  const at::Tensor o = at::sigmoid(chunks[3]);
+  const at::Tensor cy = f * cx + i * g;
+  const at::Tensor hy = o * at::tanh(cy);
+  return {hy, cy, at::cat({i, f, g, o}, 1)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
+    const std::optional<at::Tensor>& grad_hy, const std::optional<at::Tensor>& grad_cy,
+    const at::Tensor& cx, const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
+  if (!defined(grad_hy) && !defined(grad_cy)) return {};
+  const auto gates = workspace.chunk(4, 1);
+  const at::Tensor &i = gates[0], &f = gates[1], &g = gates[2], &o = gates[3];
+  // The cell state's gradient: through hy = o * tanh(cy), plus what reached cy directly.
+  at::Tensor d_cy = defined(grad_cy) ? *grad_cy : at::zeros_like(cy);
+  at::Tensor d_o = at::zeros_like(o);
+  if (defined(grad_hy)) {
+    const at::Tensor tanh_cy = at::tanh(cy);
+    d_cy = d_cy + *grad_hy * o * tanh_slope(tanh_cy);
+    d_o = *grad_hy * tanh_cy * sigmoid_slope(o);
+  }
+  const at::Tensor grad_gates = at::cat(
+      {d_cy * g * sigmoid_slope(i), d_cy * cx * sigmoid_slope(f), d_cy * i * tanh_slope(g), d_o}, 1);
+  return {grad_gates, d_cy * f, bias_gradient(grad_gates, has_bias)};
+}
+
+std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& hx,
+    const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
+  const auto in = with_bias(input_gates, input_bias).chunk(3, 1);
+  const auto hidden = with_bias(hidden_gates, hidden_bias).chunk(3, 1);
+  const at::Tensor r = at::sigmoid(in[0] + hidden[0]);
+  const at::Tensor z = at::sigmoid(in[1] + hidden[1]);
+  const at::Tensor n = at::tanh(in[2] + hidden[2] * r);
+  const at::Tensor hy = (hx - n) * z + n;
+  return {hy, at::cat({r, z, n, hx, hidden[2]}, 1)};
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru_cell_backward(
+    const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
+  const auto saved = workspace.chunk(5, 1);
+  const at::Tensor &r = saved[0], &z = saved[1], &n = saved[2], &hx = saved[3], &hn = saved[4];
+  const at::Tensor d_n = grad_hy * (1 - z) * tanh_slope(n);
+  const at::Tensor d_r = d_n * hn * sigmoid_slope(r);
+  const at::Tensor d_z = grad_hy * (hx - n) * sigmoid_slope(z);
+  const at::Tensor grad_input_gates = at::cat({d_r, d_z, d_n}, 1);
+  const at::Tensor grad_hidden_gates = at::cat({d_r, d_z, d_n * r}, 1);
+  return {grad_input_gates, grad_hidden_gates, grad_hy * z,
+          bias_gradient(grad_input_gates, has_bias), bias_gradient(grad_hidden_gates, has_bias)};
+}
+
+}  // namespace torch_tpu::ops
