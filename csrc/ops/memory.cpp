@@ -104,14 +104,14 @@ void reject_quantized(const c10::OperatorHandle& op, torch::jit::Stack* stack) {
   const auto& params = op.schema().arguments();
   const auto args = torch::jit::last(*stack, params.size());
   for (size_t i = 0; i < params.size(); ++i) {
-    c10::TypePtr type = params[i].type();
+    c10::TypePtr type = params[i].real_type();
     if (type->kind() == c10::TypeKind::OptionalType) type = type->containedType(0);
     if (type->kind() == c10::TypeKind::ScalarTypeType && args[i].isInt()) {
       dtype = c10::toString(static_cast<c10::ScalarType>(args[i].toInt()));
     }
   }
-  TORCH_CHECK_TYPE(false, "not supported on tpu yet: dtype ", dtype, " (quantized, in ",
-                   op.schema().name(), ")");
+  TORCH_CHECK_NOT_IMPLEMENTED(false, "not supported on tpu yet: dtype ", dtype, " (quantized, in ",
+                              op.schema().name(), ")");
 }
 
 }  // namespace torch_tpu::ops

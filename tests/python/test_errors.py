@@ -97,8 +97,15 @@ def test_complex32_has_the_cpu_kernels():
 
 @pytest.mark.parametrize("dtype", [torch.quint8, torch.qint8], ids=str)
 def test_quantized_dtype_is_a_clear_error(dtype):
-    with pytest.raises(TypeError, match="not supported on tpu yet: dtype"):
+    with pytest.raises(NotImplementedError, match="not supported on tpu yet: dtype"):
         torch.empty(2, dtype=dtype, device="tpu")
+    # Quantizing a tpu tensor is refused at the call, not answered with a float tensor.
+    x = torch.randn(4, device="tpu")
+    with pytest.raises(NotImplementedError, match=r"dtype Q\w+ \(quantized, in aten::quantize_per_tensor\)"):
+        torch.quantize_per_tensor(x, 0.1, 0, dtype)
+    with pytest.raises(NotImplementedError, match="quantize_per_channel"):
+        torch.quantize_per_channel(x, torch.ones(4), torch.zeros(4, dtype=torch.long), 0, dtype)
+    assert torch.equal(x.cpu(), x.cpu())  # the device still works
 
 
 def test_threads_share_the_device():
