@@ -14,7 +14,8 @@ namespace {
 // The DataPtr's data and context are both the device address; the owning chip is encoded in
 // the address itself, so the deleter needs no other state and may run on any thread.
 void delete_device_buffer(void* context) {
-  if (context == nullptr) return;
+  // A forked child's inherited buffers belong to the parent's runtime: left alone.
+  if (context == nullptr || runtime::Runtime::in_forked_child()) return;
   const auto address = reinterpret_cast<runtime::DeviceAddress>(context);
   runtime::Chip* chip = runtime::Runtime::instance().chip_of(address);
   if (chip == nullptr) return;
@@ -34,7 +35,7 @@ void delete_device_buffer(void* context) {
 // where that work is. Deleters must not throw; a buffer the executor no longer knows has
 // nothing left to free.
 void delete_opaque_buffer(void* context) {
-  if (context == nullptr) return;
+  if (context == nullptr || runtime::Runtime::in_forked_child()) return;
   const auto address = reinterpret_cast<runtime::DeviceAddress>(context);
   const auto free_buffer = [address] {
     try {

@@ -35,7 +35,10 @@ void init_device(py::module_& m) {
     torch::utils::register_fork_handler_for_device_init(at::kPrivateUse1);
     at::globalContext().lazyInitDevice(c10::DeviceType::PrivateUse1);
   });
-  m.def("_is_in_bad_fork", [] { return torch::utils::is_device_in_bad_fork(at::kPrivateUse1); });
+  m.def("_is_in_bad_fork", [] {
+    return runtime::Runtime::in_forked_child() ||
+           torch::utils::is_device_in_bad_fork(at::kPrivateUse1);
+  });
   m.def("_device_count", [] { return runtime::Runtime::instance().chip_count(); });
   m.def("_get_device", [] { return engine::current_device(); });
   m.def("_set_device", [](int index) { engine::set_current_device(index); });

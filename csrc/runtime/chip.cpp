@@ -1,5 +1,8 @@
 #include "runtime/chip.h"
 
+#include <pthread.h>
+
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
@@ -146,14 +149,31 @@ void Chip::synchronize() {
   if (first_error) throw *first_error;
 }
 
+namespace {
+
+std::atomic<bool> g_forked_after_start{false};
+
+}  // namespace
+
 Runtime& Runtime::instance() {
   // Function-local static: thread-safe creation on first use; if the environment is invalid
   // the constructor throws and the next call tries again.
   static Runtime runtime;
+  if (g_forked_after_start.load(std::memory_order_relaxed)) {
+    throw RuntimeError(
+        "tpu cannot be used in a process forked after tpu was initialized in its parent (the "
+        "runtime's threads do not survive a fork); to use tpu in child processes, use the "
+        "'spawn' or 'forkserver' start method (torch.multiprocessing.set_start_method('spawn'))");
+  }
   return runtime;
 }
 
+bool Runtime::in_forked_child() { return g_forked_after_start.load(std::memory_order_relaxed); }
+
 Runtime::Runtime() {
+  static const int registered =
+      pthread_atfork(nullptr, nullptr, [] { g_forked_after_start.store(true, std::memory_order_relaxed); });
+  (void)registered;
   const int count = chip_count_from_environment();
   const char* hbm = std::getenv("TORCH_TPU_HBM_BYTES");
   const size_t capacity =

@@ -78,8 +78,13 @@ class Runtime {
  public:
   // The process-wide runtime. Chip count from TORCH_TPU_HOST_CHIPS, else torchrun's
   // LOCAL_WORLD_SIZE (one chip per local rank), else 1. Capacity per
-  // chip from TORCH_TPU_HBM_BYTES (default 16 GiB; suffixes K/M/G accepted).
+  // chip from TORCH_TPU_HBM_BYTES (default 16 GiB; suffixes K/M/G accepted). In a process
+  // forked after the runtime started it throws RuntimeError: the chips' queue threads did not
+  // survive the fork (as CUDA refuses a forked child).
   static Runtime& instance();
+  // Whether this process was forked from one whose runtime had started (it then must not use
+  // tpu; memory it inherited is left alone, never freed).
+  static bool in_forked_child();
 
   int chip_count() const { return static_cast<int>(chips_.size()); }
   // Throws RuntimeError naming the valid range for a bad index.

@@ -190,3 +190,54 @@ def test_device_capability_lists_the_dtypes_a_tpu_tensor_can_hold_and_convert():
         assert torch.allclose(on_tpu.to(wide).cpu(), expected, equal_nan=True), dtype
     with pytest.raises(RuntimeError, match="tpu device index 7 out of range"):
         torch.accelerator.get_device_capability("tpu:7")
+
+
+def test_a_child_forked_after_tpu_started_is_refused_and_fork_workers_still_load_data():
+    # The runtime's queue threads do not survive a fork: a child of a process that used tpu
+    # must refuse it clearly (as CUDA does), leave inherited memory alone, and still run CPU
+    # work such as DataLoader workers; a child forked before tpu started may use it.
+    out = run_python_ok("""
+import gc, os, torch, torch_tpu
+from torch.utils.data import DataLoader, TensorDataset
+
+def in_child(work):
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        os.write(write, work().encode())
+        os._exit(0)
+    os.close(write)
+    os.waitpid(pid, 0)
+    with os.fdopen(read) as f:
+        return f.read()
+
+def fresh_use():
+    return str((torch.ones(2, device="tpu") + 1).cpu().tolist())
+
+print("before:", in_child(fresh_use))
+x = torch.ones(2, device="tpu")
+
+def refused():
+    errors = []
+    for fn in (lambda: torch.ones(2, device="tpu"), lambda: (x + 1).cpu()):
+        try:
+            fn()
+            errors.append("worked")
+        except RuntimeError as e:
+            errors.append("forked" if "forked" in str(e) and "spawn" in str(e) else str(e))
+    global_x = globals().pop("x")
+    del global_x
+    gc.collect()                 # an inherited tpu tensor freed in the child: left alone
+    torch.manual_seed(0)         # seeds CPU only: tpu is in a bad fork
+    return ",".join(errors) + ("|bad fork" if torch.tpu._is_in_bad_fork() else "")
+
+print("after:", in_child(refused))
+data = TensorDataset(torch.arange(32, dtype=torch.float32).reshape(16, 2))
+loader = DataLoader(data, batch_size=4, num_workers=2, multiprocessing_context="fork")
+total = sum(batch[0].to("tpu").sum() for batch in loader)
+print("loader:", float(total.cpu()), "parent:", (x + 1).cpu().tolist())
+""")
+    assert "before: [2.0, 2.0]" in out, out
+    assert "after: forked,forked|bad fork" in out, out
+    assert "loader: 496.0 parent: [2.0, 2.0]" in out, out

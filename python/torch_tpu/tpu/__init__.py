@@ -54,6 +54,10 @@ def init() -> None:
 
 def _lazy_init() -> None:
     global _initialized
+    if _is_in_bad_fork():
+        raise RuntimeError(
+            "Cannot re-initialize tpu in a forked subprocess: the parent had initialized it. To "
+            "use tpu with multiprocessing, use the 'spawn' or 'forkserver' start method")
     if _initialized:
         return
     with _init_lock:
