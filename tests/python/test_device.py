@@ -1,11 +1,13 @@
 """The tpu device as PyTorch sees it: torch.accelerator, torch.tpu, device strings, Tensor/Module
 methods, device addresses, and registration by ``import torch`` alone."""
 
+import json
+
 import pytest
 import torch
 
 import torch_tpu
-from conftest import assert_tpu_close, run_python_ok, to_tpu_copy
+from conftest import assert_tpu_close, run_python, run_python_ok, to_tpu_copy
 
 GIB = 2**30
 
@@ -241,3 +243,31 @@ print("loader:", float(total.cpu()), "parent:", (x + 1).cpu().tolist())
     assert "before: [2.0, 2.0]" in out, out
     assert "after: forked,forked|bad fork" in out, out
     assert "loader: 496.0 parent: [2.0, 2.0]" in out, out
+
+
+def test_the_autograd_profiler_times_tpu_ops_on_the_device():
+    # use_device="tpu": each op's start and end are events on its stream, as on CUDA.
+    result = run_python("""
+import json, time, torch, torch_tpu
+model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 8)).to("tpu")
+x = torch.randn(16, 32, device="tpu")
+model(x).cpu()
+start = time.perf_counter()
+with torch.autograd.profiler.profile(use_device="tpu") as prof:
+    for _ in range(20):
+        y = model(x)
+    y.cpu()
+seconds = time.perf_counter() - start
+events = prof.function_events
+addmm = [e for e in events if e.name == "aten::addmm"]
+print(json.dumps({"seconds": seconds, "events": len(events), "addmm": len(addmm),
+                  "addmm_device_us": sum(e.device_time_total for e in addmm),
+                  "negative": sum(e.device_time_total < 0 or e.cpu_time_total < 0 for e in events),
+                  "largest_cpu_us": max(e.cpu_time_total for e in events)}))
+""")
+    assert result.returncode == 0, result.stderr
+    assert "not enabled" not in result.stderr and "kineto_ctx_ptr" not in result.stderr, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["addmm"] == 40 and out["negative"] == 0, out
+    assert 0 < out["addmm_device_us"] < 10e6 and out["largest_cpu_us"] < 10e6, out
+    assert out["seconds"] < 5, out  # it was 11.5 s, every op raising inside the profiler
