@@ -991,3 +991,32 @@ print(json.dumps({"errors": errors, "fallbacks": torch_tpu.metrics()["fallbacks"
 """)
     assert all(error < 1e-5 for error in result["errors"].values()), result["errors"]
     assert result["fallbacks"] == {}, result["fallbacks"]
+
+
+def test_histc_lowers_natively_and_counts_as_cpu():
+    # ATen's bin arithmetic in the input's dtype (half precision rounding each step), the data's
+    # range when min == max, NaNs and out-of-range elements skipped, the right edge in the last
+    # bin; integer inputs are counted as CUDA counts them.
+    result = run_json("""
+torch.manual_seed(0)
+cases = []
+for dtype in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+    x = torch.randn(200).to(dtype)
+    cases += [(x, 7, -1, 1), (x, 10, 0, 0), (x, 3, -0.3, 0.7), (x * 0 + 2, 4, 0, 0)]
+cases += [(torch.tensor([0., 1., 1., 2., float("nan"), 3., 1e9]), 3, 0, 3),
+          (torch.tensor([]), 4, 0, 0), (torch.randn(3, 4, 5), 6, -1, 1)]
+wrong = [i for i, (x, bins, lo, hi) in enumerate(cases)
+         if not torch.equal(torch.histc(x.to("tpu"), bins, lo, hi).cpu(), torch.histc(x, bins, lo, hi))]
+integers = torch.histc(torch.arange(10).to("tpu"), 5, 0, 9).cpu().tolist()
+try:
+    torch.histc(torch.tensor([1., float("nan")]).to("tpu"), 3).cpu()
+    nan_range = "no error"
+except RuntimeError as e:
+    nan_range = str(e)
+print(json.dumps({"cases": len(cases), "wrong": wrong, "integers": integers, "nan_range": nan_range,
+                  "fallbacks": torch_tpu.metrics()["fallbacks"]}))
+""")
+    assert result["wrong"] == [], result
+    assert result["integers"] == [2, 2, 2, 2, 2]
+    assert "range of [min, max] is not finite" in result["nan_range"]
+    assert result["fallbacks"] == {}, result["fallbacks"]

@@ -377,6 +377,8 @@ std::vector<Tensor> lower_std_mean(OpContext& context);   // std_mean.correction
 std::vector<Tensor> lower_cumsum(OpContext& context);     // cumsum, cumsum.out, cumsum_
 // sort.cpp
 std::vector<Tensor> lower_sort_stable(OpContext& context);  // sort.stable, sort.values_stable
+// histogram.cpp
+std::vector<Tensor> lower_histc(OpContext& context);        // histc, histc.out
 
 // normalization.cpp, convolution.cpp, padding.cpp, pooling.cpp, upsample.cpp (NN ops)
 std::vector<Tensor> lower_native_layer_norm(OpContext& context);   // native_layer_norm (+ .out)

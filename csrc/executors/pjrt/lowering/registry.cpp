@@ -252,6 +252,7 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_std_mean, {"aten::std_mean.correction", "aten::std_mean.correction_out"}},
         {lower_cumsum, every_form("cumsum")},
         {lower_sort_stable, {"aten::sort.stable", "aten::sort.values_stable"}},
+        {lower_histc, with_out("histc")},
         // normalization.cpp
         {lower_native_layer_norm, with_out("native_layer_norm")},
         {lower_native_group_norm, with_out("native_group_norm")},
