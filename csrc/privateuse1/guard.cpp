@@ -49,6 +49,9 @@ void TpuGuardImpl::uncheckedSetDevice(Device device) const noexcept {
 }
 
 c10::DeviceIndex TpuGuardImpl::deviceCount() const noexcept {
+  if (runtime::Runtime::in_forked_child()) {
+    return static_cast<c10::DeviceIndex>(runtime::Runtime::started_chip_count());
+  }
   try {
     return static_cast<c10::DeviceIndex>(runtime::Runtime::instance().chip_count());
   } catch (...) {

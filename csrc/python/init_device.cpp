@@ -39,7 +39,10 @@ void init_device(py::module_& m) {
     return runtime::Runtime::in_forked_child() ||
            torch::utils::is_device_in_bad_fork(at::kPrivateUse1);
   });
-  m.def("_device_count", [] { return runtime::Runtime::instance().chip_count(); });
+  m.def("_device_count", [] {
+    return runtime::Runtime::in_forked_child() ? runtime::Runtime::started_chip_count()
+                                               : runtime::Runtime::instance().chip_count();
+  });
   m.def("_get_device", [] { return engine::current_device(); });
   m.def("_set_device", [](int index) { engine::set_current_device(index); });
   m.def("_device_name", [](int index) { return engine::chip(index).name(); });

@@ -152,6 +152,7 @@ void Chip::synchronize() {
 namespace {
 
 std::atomic<bool> g_forked_after_start{false};
+std::atomic<int> g_started_chip_count{0};
 
 }  // namespace
 
@@ -170,10 +171,9 @@ Runtime& Runtime::instance() {
 
 bool Runtime::in_forked_child() { return g_forked_after_start.load(std::memory_order_relaxed); }
 
+int Runtime::started_chip_count() { return g_started_chip_count.load(std::memory_order_relaxed); }
+
 Runtime::Runtime() {
-  static const int registered =
-      pthread_atfork(nullptr, nullptr, [] { g_forked_after_start.store(true, std::memory_order_relaxed); });
-  (void)registered;
   const int count = chip_count_from_environment();
   const char* hbm = std::getenv("TORCH_TPU_HBM_BYTES");
   const size_t capacity =
@@ -183,6 +183,11 @@ Runtime::Runtime() {
   for (int index = 0; index < count; ++index) {
     chips_.push_back(std::make_unique<Chip>(index, capacity));
   }
+  // Started: from here on a forked child must not use it.
+  g_started_chip_count.store(count, std::memory_order_relaxed);
+  static const int registered =
+      pthread_atfork(nullptr, nullptr, [] { g_forked_after_start.store(true, std::memory_order_relaxed); });
+  (void)registered;
 }
 
 Chip& Runtime::chip(int index) {

@@ -85,6 +85,9 @@ class Runtime {
   // Whether this process was forked from one whose runtime had started (it then must not use
   // tpu; memory it inherited is left alone, never freed).
   static bool in_forked_child();
+  // The chip count of the runtime this process started, or in a forked child its parent's (as
+  // CUDA answers device_count there); 0 before any runtime started.
+  static int started_chip_count();
 
   int chip_count() const { return static_cast<int>(chips_.size()); }
   // Throws RuntimeError naming the valid range for a bad index.

@@ -232,7 +232,9 @@ def refused():
     del global_x
     gc.collect()                 # an inherited tpu tensor freed in the child: left alone
     torch.manual_seed(0)         # seeds CPU only: tpu is in a bad fork
-    return ",".join(errors) + ("|bad fork" if torch.tpu._is_in_bad_fork() else "")
+    # As on CUDA, the device count is still answered (the parent's).
+    count = torch.tpu.device_count() == torch.accelerator.device_count() == 1
+    return ",".join(errors) + ("|bad fork" if torch.tpu._is_in_bad_fork() else "") + f"|count {count}"
 
 print("after:", in_child(refused))
 data = TensorDataset(torch.arange(32, dtype=torch.float32).reshape(16, 2))
@@ -241,7 +243,7 @@ total = sum(batch[0].to("tpu").sum() for batch in loader)
 print("loader:", float(total.cpu()), "parent:", (x + 1).cpu().tolist())
 """)
     assert "before: [2.0, 2.0]" in out, out
-    assert "after: forked,forked|bad fork" in out, out
+    assert "after: forked,forked|bad fork|count True" in out, out
     assert "loader: 496.0 parent: [2.0, 2.0]" in out, out
 
 
