@@ -3,6 +3,8 @@
 #include <optional>
 #include <unordered_map>
 
+#include <ATen/core/Reduction.h>
+
 namespace torch_tpu::ops {
 namespace {
 
@@ -63,6 +65,20 @@ void apply_saved_stats_rule(const SavedStatsArgs& layout, BoxedArgs args,
   }
 }
 
+// multilabel_margin_loss_forward (self, target, reduction): CPU returns a 0-dim loss unless
+// the reduction is none over a batch (a 2-dim target); Meta returns [1] for an unbatched input
+// with no reduction. Found by the ModuleInfo sweep (conformance/modules, nn.MultiLabelMarginLoss).
+void apply_multilabel_margin_rule(BoxedArgs args, OutputSpecs& specs) {
+  if (specs.empty() || specs[0].kind != ReturnSpec::Kind::kTensor) return;
+  if (args.size() < 3 || !args[1].isTensor() || !args[2].isInt()) return;
+  const bool reduced = args[2].toInt() != at::Reduction::None;
+  if (!reduced && args[1].toTensor().dim() > 1) return;
+  TensorSpec& loss = specs[0].tensors[0];
+  if (loss.kind != TensorSpec::Kind::kFresh) return;
+  loss.sizes.clear();
+  loss.strides.clear();
+}
+
 }  // namespace
 
 void apply_cpu_output_rules(const std::string& op_name, BoxedArgs args,
@@ -70,6 +86,8 @@ void apply_cpu_output_rules(const std::string& op_name, BoxedArgs args,
   const auto& ops = normalization_ops();
   if (const auto it = ops.find(op_name); it != ops.end()) {
     apply_saved_stats_rule(it->second, args, specs);
+  } else if (op_name == "aten::multilabel_margin_loss_forward") {
+    apply_multilabel_margin_rule(args, specs);
   }
 }
 

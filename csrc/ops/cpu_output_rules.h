@@ -1,6 +1,6 @@
 // Where PyTorch's Meta kernels and its CPU kernels disagree about an op's outputs, the CPU
-// kernel wins: it is what runs on the chip. Each rule below was found by the OpInfo sweep
-// (conformance/opinfo) and names the disagreement it settles.
+// kernel wins: it is what runs on the chip. Each rule was found by a conformance sweep
+// (conformance/opinfo, conformance/modules) and names the disagreement it settles.
 #pragma once
 
 #include <string>
