@@ -29,6 +29,18 @@ float read_scalar(const TensorSnapshot& snapshot) {
   }
 }
 
+// The value a Scalar operand of `instruction` has in ATen's CPU kernel. add and sub (rsub too)
+// convert their Scalars (a wrapped number, alpha) to the output dtype before computing in
+// float, so a bf16 `x + 0.05` adds bf16(0.05); mul, div and the others keep them in float.
+float as_kernel_scalar(const PointwiseInstruction& instruction, float value) {
+  const bool converted = instruction.opcode == PointwiseOpcode::kAdd ||
+                         instruction.opcode == PointwiseOpcode::kSub;
+  if (!converted) return value;
+  if (instruction.dtype == c10::kBFloat16) return static_cast<float>(c10::BFloat16(value));
+  if (instruction.dtype == c10::kHalf) return static_cast<float>(c10::Half(value));
+  return value;
+}
+
 // Whether no two in-range indices of a tensor reach the same element (sufficient test: the
 // dims of size > 1, ordered by stride, each step over all of the previous ones).
 bool no_internal_overlap(c10::IntArrayRef sizes, c10::IntArrayRef strides) {
@@ -202,7 +214,8 @@ PointwiseProgram build_pointwise_program(const ClusterPlan& plan,
     for (const PointwiseOperand& operand : expression.operands) {
       if (operand.tensor < 0) {
         instruction.operands.push_back(-1);
-        instruction.constant_slots.push_back(add_constant(operand.constant));
+        instruction.constant_slots.push_back(
+            add_constant(as_kernel_scalar(instruction, operand.constant)));
         continue;
       }
       const ClusterPlan::Access& access = plan.accesses[o][static_cast<size_t>(operand.tensor)];
@@ -211,14 +224,15 @@ PointwiseProgram build_pointwise_program(const ClusterPlan& plan,
       // a register with stride 0 along the dims it is broadcast over.
       if (access.kind == ChunkAccess::kWhole && c10::multiply_integers(snapshot.sizes()) == 1) {
         instruction.operands.push_back(-1);
-        instruction.constant_slots.push_back(add_constant(read_scalar(snapshot)));
+        instruction.constant_slots.push_back(
+            add_constant(as_kernel_scalar(instruction, read_scalar(snapshot))));
         continue;
       }
       instruction.operands.push_back(reg(operand.tensor, false));
       instruction.constant_slots.push_back(-1);
     }
     if (pointwise_takes_alpha(pointwise_op(expression.opcode), expression.alpha)) {
-      instruction.alpha_slot = add_constant(expression.alpha);
+      instruction.alpha_slot = add_constant(as_kernel_scalar(instruction, expression.alpha));
     }
     instruction.output = reg(expression.output, true);
     program.instructions.push_back(std::move(instruction));
