@@ -257,6 +257,44 @@ def test_reduced_losses(loss):
     check_binary(loss)
 
 
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("batched", [False, True], ids=["unbatched", "batched"])
+def test_multilabel_margin_loss_has_cpu_shape(reduction, batched):
+    # PyTorch's Meta kernel returns [1] for an unbatched input without reduction; CPU a 0-dim
+    # loss. The loss must have CPU's shape (found by the ModuleInfo sweep).
+    x_cpu, x_tpu = cpu_and_tpu(3, 4) if batched else cpu_and_tpu(4)
+    target = torch.tensor([[1, 0, -1, 2], [3, -1, 0, 0], [2, 2, 1, -1]])
+    target = target if batched else target[0]
+    expected = F.multilabel_margin_loss(x_cpu, target, reduction=reduction)
+    actual = F.multilabel_margin_loss(x_tpu, target.to("tpu"), reduction=reduction)
+    assert actual.shape == expected.shape
+    assert_tpu_close(actual, expected)
+
+
+# Chains of two ops (fused mode builds one program of them) with Scalars and alpha in half
+# precision. ATen's CPU kernels round add's and sub's Scalars and alpha to the dtype and keep
+# mul's and div's in float; results must be CPU's bit for bit.
+HALF_PRECISION_SCALAR_CHAINS = {
+    "add_scalar": lambda t: (t * t) + 0.049999999999999996,
+    "add_alpha": lambda t: torch.add(t * t, t, alpha=0.3),
+    "add_scalar_alpha": lambda t: torch.add(t * t, 0.0371, alpha=0.3),
+    "sub_scalar": lambda t: (t * t) - 0.0173,
+    "rsub_scalar": lambda t: 0.0173 - (t * t),
+    "mul_scalar": lambda t: (t + t) * 0.85,
+    "div_scalar": lambda t: (t + t) / 0.37,
+    "label_smoothing": lambda t: t * 0.85 + 0.049999999999999996,
+}
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16], ids=["bf16", "f16"])
+@pytest.mark.parametrize("name", sorted(HALF_PRECISION_SCALAR_CHAINS))
+def test_half_precision_scalar_arithmetic_equals_cpu_bitwise(name, dtype):
+    # 4096 elements: whole vectors, so every CPU element takes the vectorized path.
+    t = (torch.rand(4096, generator=torch.Generator().manual_seed(0)) * 3).to(dtype)
+    fn = HALF_PRECISION_SCALAR_CHAINS[name]
+    assert torch.equal(fn(t.to("tpu")).cpu(), fn(t))
+
+
 def test_embedding_bag():
     weight_cpu, weight_tpu = cpu_and_tpu(10, 3)
     ids, offsets = [0, 1, 2, 3], [0, 2]
