@@ -34,7 +34,7 @@ test-cpp: setup
 	$(CTEST) --test-dir $(RUNTIME_BUILD) --output-on-failure -j2
 
 test-python: build
-	$(PY) -m pytest tests/python -q -p no:cacheprovider
+	$(PY) -m pytest tests/python -q -p no:cacheprovider --durations=25
 
 bench: build
 	$(PY) benchmarks/op_overhead.py
@@ -46,7 +46,7 @@ bench: build
 	$(PY) benchmarks/collectives.py
 	$(PY) benchmarks/ddp_scaling.py
 
-# Both full sweeps in Strict, Debug and Fused mode; rewrites conformance/reports/ (takes a
+# The full sweeps in Strict, Debug and Fused mode; rewrites conformance/reports/ (takes a
 # while). The CI tier holds fused mode to Strict's reports (tests/python/test_conformance.py).
 conformance: build
 	$(PY) -m conformance.opinfo --mode strict
@@ -55,6 +55,9 @@ conformance: build
 	$(PY) -m conformance.hf --mode strict
 	$(PY) -m conformance.hf --mode debug
 	$(PY) -m conformance.hf --mode fused
+	$(PY) -m conformance.modules --mode strict
+	$(PY) -m conformance.modules --mode debug
+	$(PY) -m conformance.modules --mode fused
 
 clean:
 	rm -rf build

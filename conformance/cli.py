@@ -81,3 +81,23 @@ def rerun_note(meta: dict) -> str:
         return ""
     return (f" Re-run later with `--merge` ({meta.get('rerun_seconds', 0.0):.0f} s): "
             + ", ".join(f"`{item}`" for item in rerun) + ".")
+
+
+def check_phases_against(records: list[dict], committed_path: str, key: tuple[str, ...],
+                         what: str) -> int:
+    """Prints each (record[key...], phase) that passed in the committed report and does not
+    now; returns the exit status (1 on any such regression)."""
+    with open(committed_path) as f:
+        before = {tuple(r[k] for k in key): r for r in json.load(f)["results"]}
+    regressions = []
+    for r in records:
+        old = before.get(tuple(r[k] for k in key))
+        for phase in ("forward", "backward"):
+            if old is not None and old.get(phase) == "pass" and r.get(phase) != "pass":
+                regressions.append(f"{' '.join(r[k] for k in key)} {phase}: {r.get(phase)} "
+                                   f"({r['message']})")
+    for line in regressions:
+        print("REGRESSION", line)
+    print(f"{len(records)} {what} checked against {os.path.basename(committed_path)}: "
+          f"{len(regressions)} regressions")
+    return 1 if regressions else 0

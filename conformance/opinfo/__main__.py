@@ -12,7 +12,6 @@ replaces their records in the committed report (its meta lists them as re-run).
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import sys
@@ -20,8 +19,8 @@ import time
 
 from tqdm import tqdm
 
-from ..cli import (REPORTS, baseline_name, merged_into_committed, report_dir, report_name,
-                   sweep_arguments)
+from ..cli import (REPORTS, baseline_name, check_phases_against, merged_into_committed,
+                   report_dir, report_name, sweep_arguments)
 from ..isolated import child_env, run_isolated
 
 def crash_record(op: str, message: str) -> dict:
@@ -66,7 +65,8 @@ def main():
 
     name = report_name("opinfo", args.mode, args.runtime)
     if args.check:
-        sys.exit(check_against(records, os.path.join(REPORTS, f"{baseline_name('opinfo', args.mode, args.runtime)}.json")))
+        committed = os.path.join(REPORTS, f"{baseline_name('opinfo', args.mode, args.runtime)}.json")
+        sys.exit(check_phases_against(records, committed, ("op", "dtype"), "(op, dtype) pairs"))
     out_dir = report_dir(args, "opinfo")
     meta = {"mode": args.mode, "runtime": args.runtime, "torch": torch.__version__, "ops": len(op_ids),
             "seconds": time.monotonic() - started, "python": platform.python_version()}
@@ -81,24 +81,6 @@ def main():
         print(f"{key}: {percent(summary[key])}")
     print(f"pairs using a CPU fallback: {summary['pairs_using_fallback']}, "
           f"crashes: {summary['crashes']}")
-
-
-def check_against(records: list[dict], committed_path: str) -> int:
-    """Regressions: (op, dtype, phase) that passed in the committed report and not now."""
-    with open(committed_path) as f:
-        before = {(r["op"], r["dtype"]): r for r in json.load(f)["results"]}
-    regressions = []
-    for r in records:
-        old = before.get((r["op"], r["dtype"]))
-        for phase in ("forward", "backward"):
-            if old is not None and old.get(phase) == "pass" and r.get(phase) != "pass":
-                regressions.append(f"{r['op']} {r['dtype']} {phase}: {r.get(phase)} "
-                                   f"({r['message']})")
-    for line in regressions:
-        print("REGRESSION", line)
-    print(f"{len(records)} (op, dtype) pairs checked against {os.path.basename(committed_path)}: "
-          f"{len(regressions)} regressions")
-    return 1 if regressions else 0
 
 
 if __name__ == "__main__":

@@ -13,10 +13,10 @@ import traceback
 import zlib
 
 import torch
-from torch.utils import _pytree as pytree
 
-import torch_tpu
-
+from ..comparison import (ERROR, PASS, SKIP, WRONG, compare, differentiable_outputs,
+                          fallback_total, first_line, grads, leaves_requiring_grad, mark,
+                          note_new_fallbacks, to_cpu)
 from .known_failures import METADATA_ONLY
 
 # The dtypes the issue tracks, in report order.
@@ -28,8 +28,6 @@ DTYPES = {
     "int32": torch.int32,
     "bool": torch.bool,
 }
-
-PASS, WRONG, ERROR, SKIP = "pass", "wrong", "error", "skip"
 
 
 @dataclasses.dataclass
@@ -45,79 +43,6 @@ class DtypeResult:
 
 def op_id(op) -> str:
     return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
-
-
-def first_line(error: BaseException) -> str:
-    text = f"{type(error).__name__}: {error}".strip()
-    return text.splitlines()[0][:300] if text else type(error).__name__
-
-
-def to_cpu(value):
-    """A CPU copy of every tpu tensor in `value` (leaves keep requires_grad), tpu devices
-    (factory functions' `device=` arguments) turned into cpu, other values as is. Tensors a
-    sample deliberately made on the CPU stay there, as in PyTorch's own device tests."""
-
-    def move(tensor):
-        if tensor.device.type != "tpu":
-            return tensor.detach().clone().requires_grad_(tensor.requires_grad)
-        # The whole storage, then the same view of it: sizes, strides and offset stay the same,
-        # so ops that reach outside the view (as_strided with a storage_offset) see the same data.
-        source = tensor.detach()
-        elements = source.untyped_storage().nbytes() // max(source.element_size(), 1)
-        storage = source.as_strided((elements,), (1,), 0).cpu()
-        moved = storage.as_strided(source.shape, source.stride(), source.storage_offset())
-        if tensor.requires_grad:
-            moved.requires_grad_(True)
-        return moved
-
-    def device(d):
-        return torch.device("cpu") if d.type == "tpu" else d
-
-    def string(text):
-        return "cpu" if text in ("tpu", "tpu:0") else text
-
-    value = pytree.tree_map_only(torch.Tensor, move, value)
-    value = pytree.tree_map_only(torch.device, device, value)
-    return pytree.tree_map_only(str, string, value)
-
-
-def leaves_requiring_grad(value) -> list[torch.Tensor]:
-    return [t for t in pytree.tree_leaves(value)
-            if isinstance(t, torch.Tensor) and t.requires_grad and t.is_leaf]
-
-
-def compare(actual, expected, metadata_only: bool) -> None:
-    """Raises AssertionError when tpu's `actual` differs from CPU's `expected`."""
-    actual_leaves, actual_spec = pytree.tree_flatten(actual)
-    expected_leaves, expected_spec = pytree.tree_flatten(expected)
-    assert actual_spec == expected_spec, f"output structure {actual_spec} != {expected_spec}"
-    for index, (got, want) in enumerate(zip(actual_leaves, expected_leaves)):
-        if isinstance(want, torch.Tensor):
-            assert isinstance(got, torch.Tensor), f"output {index}: {type(got).__name__}, not a tensor"
-            assert got.device.type == "tpu" or got.device == want.device, (
-                f"output {index} on {got.device}, expected tpu")
-            got = got.cpu()
-            if metadata_only:
-                assert got.shape == want.shape and got.dtype == want.dtype, (
-                    f"output {index}: {got.dtype}{list(got.shape)} != {want.dtype}{list(want.shape)}")
-            else:
-                torch.testing.assert_close(got, want, equal_nan=True, check_device=False,
-                                           msg=lambda m, i=index: f"output {i}: {m}")
-        else:
-            assert got == want or (got != got and want != want), f"output {index}: {got!r} != {want!r}"
-
-
-def fallback_total() -> dict[str, int]:
-    return dict(torch_tpu.metrics()["fallbacks"])
-
-
-def grads(outputs, inputs, grad_outputs):
-    return torch.autograd.grad(outputs, inputs, grad_outputs, allow_unused=True)
-
-
-def differentiable_outputs(outputs) -> list[torch.Tensor]:
-    return [t for t in pytree.tree_leaves(outputs)
-            if isinstance(t, torch.Tensor) and t.requires_grad and t.is_floating_point()]
 
 
 def run_sample(op, sample, with_grad: bool, metadata_only: bool, result: DtypeResult) -> None:
@@ -140,10 +65,7 @@ def run_sample(op, sample, with_grad: bool, metadata_only: bool, result: DtypeRe
         mark(result, "forward", ERROR, first_line(error))
         return
     finally:
-        after = fallback_total()
-        for name, count in after.items():
-            if count > before.get(name, 0) and name not in result.fallback_ops:
-                result.fallback_ops.append(name)
+        note_new_fallbacks(before, result.fallback_ops)
     try:
         compare(actual, expected, metadata_only)
         mark(result, "forward", PASS, "")
@@ -175,18 +97,6 @@ def run_sample(op, sample, with_grad: bool, metadata_only: bool, result: DtypeRe
         mark(result, "backward", PASS, "")
     except AssertionError as error:
         mark(result, "backward", WRONG, first_line(error))
-
-
-# Worse outcomes win: one wrong sample makes the (op, dtype) wrong.
-SEVERITY = {SKIP: 0, PASS: 1, WRONG: 2, ERROR: 3}
-
-
-def mark(result: DtypeResult, phase: str, outcome: str, message: str) -> None:
-    current = getattr(result, phase) or SKIP
-    if SEVERITY[outcome] > SEVERITY[current]:
-        setattr(result, phase, outcome)
-        if outcome in (WRONG, ERROR) and not result.message:
-            result.message = f"{phase}: {message}"
 
 
 def evaluate(op) -> list[DtypeResult]:

@@ -8,7 +8,8 @@ from collections import Counter
 import torch
 
 from ..cli import rerun_note
-from .harness import DTYPES, ERROR, PASS, SKIP, WRONG
+from ..comparison import ERROR, PASS, SKIP, WRONG
+from .harness import DTYPES
 from .known_failures import known_reason
 
 TARGETS = {

@@ -1,8 +1,8 @@
 """The CI tier of the conformance sweeps: fixed samples of OpInfo entries and Hugging Face
-architectures, in Strict, Debug (OpInfo) and Fused mode, each failing on any regression from
-the committed full reports in conformance/reports/ (fused mode is held to Strict's report;
-conformance/*/fast_tier.py lists the samples); both tiers also on the PJRT runtime (the CPU
-plugin, Strict and fused), held to that runtime's reports."""
+architectures, in Strict, Debug (OpInfo) and Fused mode, and the whole ModuleInfo sweep, each
+failing on any regression from the committed full reports in conformance/reports/ (fused mode
+is held to Strict's report; conformance/*/fast_tier.py lists the samples); all three also on
+the PJRT runtime (the CPU plugin), held to that runtime's reports."""
 
 import os
 import subprocess
@@ -43,5 +43,12 @@ def test_opinfo_fast_tier_on_the_pjrt_runtime_has_no_regressions(mode):
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_hugging_face_fast_tier_has_no_regressions(mode, runtime):
     result = run_check("conformance.hf", mode, runtime)
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+    assert "0 regressions" in result.stdout
+
+
+@pytest.mark.parametrize("runtime,mode", [("host", "strict"), ("host", "fused"), ("pjrt", "strict")])
+def test_module_sweep_has_no_regressions(runtime, mode):
+    result = run_check("conformance.modules", mode, runtime)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
     assert "0 regressions" in result.stdout
