@@ -8,6 +8,7 @@
 #include <cstring>
 #include <thread>
 
+#include <ATen/Context.h>
 #include <ATen/Parallel.h>
 #include <omp.h>
 
@@ -124,12 +125,21 @@ void adjust_without_throwing(MainTeam& team) noexcept {
   }
 }
 
-// Inside a wait: gives the thread the team size the governor allows now, if smaller.
+// The team size host waits use now (0: the thread's full count). Under
+// torch.use_deterministic_algorithms(True) it is one thread: a kernel's reductions split by
+// team size, and the same kernel runs on a worker's single thread or in a takeover by the
+// waiting main thread as timing decides, so only one size everywhere makes results
+// reproducible run to run (they are then CPU's one-thread results).
+int wait_team_size(const MainTeam& team) {
+  if (at::globalContext().deterministicAlgorithms()) return 1;
+  return team.wait_threads;
+}
+
+// Inside a wait: gives the thread the team size waits use now, if smaller.
 void lower_for_the_wait(MainTeam& team) {
-  if (team.wait_threads == 0 || team.wait_threads >= at::get_num_threads() || omp_in_parallel()) {
-    return;
-  }
-  use_threads_on_this_thread(team.wait_threads);
+  const int size = wait_team_size(team);
+  if (size == 0 || size >= at::get_num_threads() || omp_in_parallel()) return;
+  use_threads_on_this_thread(size);
   team.lowered = true;
 }
 

@@ -4,7 +4,9 @@
 // queue), and while other processes crowd the machine's cores (TORCH_TPU_HOST_TEAM=auto, the
 // default) it waits with a smaller team: on two cores with a busy neighbour, a full team's
 // helper would spin-wait for a core that is not there. The user's count
-// (torch.set_num_threads) is left alone outside host waits.
+// (torch.set_num_threads) is left alone outside host waits. Under
+// torch.use_deterministic_algorithms(True) host waits run kernels on one thread, as workers do,
+// so a kernel rounds the same whichever thread runs it.
 #pragma once
 
 #include <cstdint>

@@ -251,3 +251,35 @@ def test_unknown_policy_warns_naming_the_variable_and_values():
     assert result.stdout.split() == ["auto"]
     assert ("TORCH_TPU_HOST_TEAM='bogus' is not understood (expected 'auto' or 'fixed'); "
             "using 'auto'") in result.stderr
+
+
+@pytest.mark.parametrize("mode", ["strict", "fused"])
+def test_deterministic_algorithms_make_reductions_reproducible(mode):
+    # A layer norm's weight gradient sums 128,000 rows in one chunk per thread: the kernel
+    # rounds differently when a worker runs it (one thread) than when the waiting main thread
+    # takes it over (its team). Under torch.use_deterministic_algorithms(True) every kernel runs
+    # on one thread: every run gives the same bits, those of CPU's one-thread kernel.
+    generator = torch.Generator().manual_seed(0)
+    x = torch.randn(128000, 5, generator=generator)
+    grad = torch.randn(128000, 5, generator=generator)
+    norm = torch.nn.LayerNorm(5)
+
+    def weight_grad(device):
+        module = norm.to(device)
+        inputs = x.to(device).requires_grad_()
+        return torch.autograd.grad(module(inputs), module.weight, grad.to(device))[0].cpu()
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        one_thread = weight_grad("cpu")
+    finally:
+        torch.set_num_threads(threads)
+    torch_tpu.set_mode(mode)
+    torch.use_deterministic_algorithms(True)
+    try:
+        runs = [weight_grad("tpu") for _ in range(8)]
+    finally:
+        torch.use_deterministic_algorithms(False)
+    for run in runs:
+        assert torch.equal(run, one_thread), (run - one_thread).abs().max()
