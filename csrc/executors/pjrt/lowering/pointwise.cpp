@@ -159,31 +159,22 @@ struct Arithmetic {
 
 bool half_precision(DType dtype) { return dtype == DType::kFloat16 || dtype == DType::kBFloat16; }
 
-// Operand `index` in the compute dtype (a Scalar rounded to it), then in f32 where that is half
-// precision: how ATen's add and sub kernels see their operands.
-Tensor widened_after_rounding(const Arithmetic& arithmetic, size_t index) {
-  const Tensor value = arithmetic.operand(index);
-  if (!half_precision(arithmetic.compute)) return value;
-  return arithmetic.context.builder().convert(value, DType::kFloat32);
-}
-
 // a + b * alpha (sub: a - b * alpha); alpha, when present, is a run-time Scalar. For bool, add
-// is ATen's a || (b && alpha). In half precision it computes as ATen's CPU kernel does: a
-// Scalar operand and alpha rounded to the dtype first (TensorIterator casts a wrapped number
-// to it; the kernel converts alpha), then one fused multiply-add in f32 (the product of two
-// half-precision values is exact in f32) and one rounding.
+// is ATen's a || (b && alpha). In half precision each step rounds to the dtype, with a Scalar
+// operand and alpha rounded first: ATen's per-element CPU path (the elements after the last
+// whole vector). Its vector path fuses b * alpha + a with one rounding, which differs by an
+// ulp at most, only where alpha is not 1.
 std::vector<Tensor> add_or_sub(OpContext& context, const char* op) {
   const Arithmetic arithmetic(context);
   const bool is_add = std::string(op) == "stablehlo.add";
   if (arithmetic.compute == DType::kBool && !is_add) context.refuse("bool subtraction (ATen raises)");
   FunctionBuilder& builder = context.builder();
-  const auto operand = [&](size_t index) { return widened_after_rounding(arithmetic, index); };
-  const Tensor a = operand(0);
-  Tensor b = operand(1);
+  const Tensor a = arithmetic.operand(0);
+  Tensor b = arithmetic.operand(1);
   const ir::Argument* alpha = context.node().args.size() > 2 ? &context.arg(2) : nullptr;
   const bool is_bool = arithmetic.compute == DType::kBool;
   if (alpha != nullptr && alpha->kind == ir::Argument::Kind::kScalar) {
-    b = builder.binary(is_bool ? "stablehlo.and" : "stablehlo.multiply", b, operand(2));
+    b = builder.binary(is_bool ? "stablehlo.and" : "stablehlo.multiply", b, arithmetic.operand(2));
   }
   return arithmetic.result(builder.binary(is_bool ? "stablehlo.or" : op, a, b));
 }
@@ -207,17 +198,15 @@ std::vector<Tensor> lower_add(OpContext& context) { return add_or_sub(context, "
 std::vector<Tensor> lower_sub(OpContext& context) { return add_or_sub(context, "stablehlo.subtract"); }
 
 // rsub(self, other, alpha): other - self * alpha (alpha a run-time Scalar).
-// In half precision as add_or_sub: Scalars and alpha rounded to the dtype, then f32.
 std::vector<Tensor> lower_rsub(OpContext& context) {
   const Arithmetic arithmetic(context);
   if (arithmetic.compute == DType::kBool) context.refuse("bool subtraction (ATen raises)");
   FunctionBuilder& builder = context.builder();
-  const auto operand = [&](size_t index) { return widened_after_rounding(arithmetic, index); };
-  Tensor self = operand(0);
+  Tensor self = arithmetic.operand(0);
   if (context.node().args.size() > 2 && context.arg(2).kind == ir::Argument::Kind::kScalar) {
-    self = builder.binary("stablehlo.multiply", self, operand(2));
+    self = builder.binary("stablehlo.multiply", self, arithmetic.operand(2));
   }
-  return arithmetic.result(builder.binary("stablehlo.subtract", operand(1), self));
+  return arithmetic.result(builder.binary("stablehlo.subtract", arithmetic.operand(1), self));
 }
 std::vector<Tensor> lower_mul(OpContext& context) { return binary(context, "stablehlo.multiply"); }
 
