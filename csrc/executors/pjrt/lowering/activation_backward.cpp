@@ -153,7 +153,7 @@ std::vector<Tensor> lower_sigmoid_backward(OpContext& context) {
   if (out.dtype == DType::kFloat16) {
     // ATen computes float16 (unlike bfloat16) in the dtype, rounding each step; the f32 steps
     // on float16 values are exact, so rounding each to float16 gives its bits.
-    const auto rounded = [&](const Tensor& t) { return builder.convert(builder.convert(t, out.dtype), compute); };
+    const auto rounded = [&](const Tensor& t) { return builder.round_through(t, out.dtype); };
     return {builder.convert(mul(builder, rounded(mul(builder, dy, rounded(sub(builder, one, y)))), y), out.dtype)};
   }
   return {builder.convert(mul(builder, mul(builder, dy, sub(builder, one, y)), y), out.dtype)};

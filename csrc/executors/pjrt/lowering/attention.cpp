@@ -91,11 +91,6 @@ Attention scores_of(OpContext& context, size_t first, size_t options) {
   return a;
 }
 
-// `x` rounded to `dtype` and back (the flash kernel's half-precision probabilities).
-Tensor rounded_to(FunctionBuilder& builder, const Tensor& x, DType dtype) {
-  return dtype == x.dtype ? x : builder.convert(builder.convert(x, dtype), x.dtype);
-}
-
 }  // namespace
 
 // (output [B, H, L, Ev], logsumexp [B, H, L] in the compute dtype).
@@ -111,7 +106,7 @@ std::vector<Tensor> lower_flash_attention(OpContext& context) {
   const Tensor exponentials = builder.unary(
       "stablehlo.exponential", builder.binary("stablehlo.subtract", a.scores, builder.broadcast_in_dim(safe_max, shape, {0, 1, 2})));
   const Tensor sum = reduce_sum(builder, exponentials, {3}, rows);
-  const Tensor weighted = batched_dot(builder, rounded_to(builder, exponentials, a.dtype), a.v, 3, 2);
+  const Tensor weighted = batched_dot(builder, builder.round_through(exponentials, a.dtype), a.v, 3, 2);
   const Tensor output = builder.binary("stablehlo.divide", weighted,
                                        builder.broadcast_in_dim(sum, weighted.shape, {0, 1, 2}));
   const Tensor logsumexp = builder.binary("stablehlo.add", safe_max, builder.unary("stablehlo.log", sum));
@@ -132,7 +127,7 @@ std::vector<Tensor> lower_flash_attention_backward(OpContext& context) {
   const Tensor probabilities = builder.unary(
       "stablehlo.exponential",
       builder.binary("stablehlo.subtract", a.scores, builder.broadcast_in_dim(logsumexp, shape, {0, 1, 2})));
-  const Tensor low_probabilities = rounded_to(builder, probabilities, a.dtype);
+  const Tensor low_probabilities = builder.round_through(probabilities, a.dtype);
   // dV [B, H, S, Ev] = P^T dO: contract P's L (2) with dO's L (2).
   const Tensor grad_v = batched_dot(builder, low_probabilities, grad_out, 2, 2);
   const Tensor grad_p = batched_dot(builder, grad_out, a.v, 3, 3);  // [B, H, L, S]
@@ -141,7 +136,7 @@ std::vector<Tensor> lower_flash_attention_backward(OpContext& context) {
   const Tensor grad_scores = builder.binary(
       "stablehlo.multiply", probabilities,
       builder.binary("stablehlo.subtract", grad_p, builder.broadcast_in_dim(row_dot, shape, {0, 1, 2})));
-  const Tensor low_grad_scores = rounded_to(builder, grad_scores, a.dtype);
+  const Tensor low_grad_scores = builder.round_through(grad_scores, a.dtype);
   const auto scaled = [&](const Tensor& x) {
     return builder.binary("stablehlo.multiply", x, builder.float_splat(a.scale, a.compute, x.shape));
   };

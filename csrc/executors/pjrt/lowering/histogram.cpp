@@ -71,8 +71,9 @@ std::vector<Tensor> lower_histc(OpContext& context) {
   const DType compute = dtype == DType::kFloat64 ? DType::kFloat64 : DType::kFloat32;
   const bool half = compute != dtype;
   auto rounded = [&](const Tensor& value) {
-    return half ? builder.convert(builder.convert(value, dtype), compute) : value;
+    return half ? builder.round_through(value, dtype) : value;
   };
+  // The ends, picked in f64, rounded to the input dtype.
   const Tensor edge_left = builder.convert(builder.convert(left, dtype), compute);
   const Tensor edge_right = builder.convert(builder.convert(right, dtype), compute);
   const Tensor x = builder.convert(flat, compute);

@@ -29,7 +29,7 @@ std::vector<Tensor> lower_mse_loss(OpContext& context) {
   FunctionBuilder& builder = context.builder();
   // In half precision ATen rounds the difference and the square each to the input's dtype.
   const auto rounded = [&](const Tensor& value) {
-    return compute == out.dtype ? value : builder.convert(builder.convert(value, out.dtype), compute);
+    return builder.round_through(value, out.dtype);
   };
   const Tensor difference = rounded(builder.binary(
       "stablehlo.subtract", converted_operand(context, 0, compute, shape), converted_operand(context, 1, compute, shape)));

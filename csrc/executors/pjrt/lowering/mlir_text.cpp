@@ -188,6 +188,10 @@ Tensor FunctionBuilder::convert(const Tensor& x, ir::DType dtype) {
   return op("stablehlo.convert", {x}, dtype, x.shape);
 }
 
+Tensor FunctionBuilder::round_through(const Tensor& x, ir::DType dtype) {
+  return convert(convert(x, dtype), x.dtype);
+}
+
 Tensor FunctionBuilder::broadcast_to(const Tensor& x, const std::vector<int64_t>& shape) {
   if (x.shape == shape) return x;
   if (x.shape.size() > shape.size()) {

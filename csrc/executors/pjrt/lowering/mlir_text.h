@@ -81,6 +81,9 @@ class FunctionBuilder {
   // Common ops, typed from their operands.
   Tensor reshape(const Tensor& x, std::vector<int64_t> shape);
   Tensor convert(const Tensor& x, ir::DType dtype);
+  // `x` rounded to `dtype` and back to its own dtype: a step ATen stores in `dtype` (a
+  // half-precision intermediate) inside an f32 computation. `x` itself when they agree.
+  Tensor round_through(const Tensor& x, ir::DType dtype);
   // Broadcasts `x` (numpy rules: trailing dims aligned, size-1 dims stretched) to `shape`.
   Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape);
   Tensor binary(const std::string& name, const Tensor& a, const Tensor& b);

@@ -105,7 +105,7 @@ BatchStatistics batch_statistics(FunctionBuilder& builder, const Tensor& x, doub
   const int64_t count = x.numel() / x.shape[1];
   const DType wide = DType::kFloat64;
   const auto splat = [&](double value) { return builder.float_splat(value, wide, channels); };
-  const auto rounded_in_x = [&](const Tensor& t) { return builder.convert(builder.convert(t, x.dtype), wide); };
+  const auto rounded_in_x = [&](const Tensor& t) { return builder.round_through(t, x.dtype); };
   const Tensor sum = reduce_sum_in_double(builder, x, dims, channels);
   const Tensor mean = builder.convert(builder.binary("stablehlo.divide", sum, splat(static_cast<double>(count))), x.dtype);
   const Tensor centered = builder.binary("stablehlo.subtract", x, builder.broadcast_in_dim(mean, x.shape, {1}));

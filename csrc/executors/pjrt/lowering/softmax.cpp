@@ -66,11 +66,6 @@ Tensor as_output(OpContext& context, const Tensor& value) {
   return builder.reshape(builder.convert(value, out.dtype), out.sizes);
 }
 
-// `x` rounded to half-precision `dtype` and back to f32: a step ATen stores in the dtype.
-Tensor rounded_to(FunctionBuilder& builder, const Tensor& x, DType dtype) {
-  return builder.convert(builder.convert(x, dtype), x.dtype);
-}
-
 }  // namespace
 
 // Half precision over the last dimension: ATen's lastdim kernel keeps sum(exp(x - max)) and its
@@ -88,9 +83,9 @@ std::vector<Tensor> lower_log_softmax(OpContext& context) {
   Tensor sum = reduce_keepdim(builder, builder.unary("stablehlo.exponential", shifted), dim, "stablehlo.add",
                               builder.zeros(compute, {}));
   const bool rounds_steps = compute != out.dtype && dim + 1 == static_cast<int64_t>(x.shape.size());
-  if (rounds_steps) sum = rounded_to(builder, sum, out.dtype);
+  if (rounds_steps) sum = builder.round_through(sum, out.dtype);
   Tensor log_sum = builder.unary("stablehlo.log", sum);
-  if (rounds_steps) log_sum = rounded_to(builder, log_sum, out.dtype);
+  if (rounds_steps) log_sum = builder.round_through(log_sum, out.dtype);
   return {as_output(context, builder.binary("stablehlo.subtract", shifted, builder.broadcast_to(log_sum, x.shape)))};
 }
 
