@@ -247,6 +247,8 @@ void run_sync_fallback(const c10::OperatorHandle& op, const OpPlan& plan, c10::D
           return live.view.unsafeGetTensorImpl() == result.unsafeGetTensorImpl();
         });
     if (returned_argument != views.end()) return returned_argument->tpu;
+    TORCH_CHECK_NOT_IMPLEMENTED(!result.is_quantized(), "not supported on tpu yet: dtype ",
+                                result.scalar_type(), " (quantized, in ", plan.name, ")");
     at::Tensor tpu = at::empty_strided(result.sizes(), result.strides(),
                                        result.options().device(device));
     const executors::host::TensorSnapshot target(tpu);
@@ -411,10 +413,23 @@ void compiled_with_its_program() {
   throw std::logic_error("an op recorded for a compiled program ran as a task of its own");
 }
 
+// A call asking for a quantized dtype (quantize_per_tensor's `dtype`) is refused at the call,
+// naming the dtype and the op: tpu tensors cannot hold one yet, and a Meta kernel may not say
+// so (quantize_per_tensor's returns float32).
+void refuse_quantized_dtypes(const OpPlan& plan, BoxedArgs args) {
+  for (const size_t i : plan.dtype_args) {
+    if (i >= args.size() || !args[i].isInt()) continue;
+    const auto dtype = static_cast<c10::ScalarType>(args[i].toInt());
+    TORCH_CHECK_NOT_IMPLEMENTED(!c10::isQIntType(dtype), "not supported on tpu yet: dtype ", dtype,
+                                " (quantized, in ", plan.name, ")");
+  }
+}
+
 }  // namespace
 
 torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs args) {
   OpPlan& plan = plan_of(op);
+  refuse_quantized_dtypes(plan, args);
   const c10::FunctionSchema& schema = op.schema();
   const c10::Device device = common_tpu_device(schema, args, plan.accepts_cpu_tensors);
   const c10::DeviceGuard guard(device);

@@ -59,6 +59,12 @@ bool is_optional_generator(const c10::TypePtr& type) {
          type->containedType(0)->kind() == c10::TypeKind::GeneratorType;
 }
 
+bool is_dtype(const c10::Argument& arg) {
+  c10::TypePtr type = arg.real_type();
+  if (type->kind() == c10::TypeKind::OptionalType) type = type->containedType(0);
+  return type->kind() == c10::TypeKind::ScalarTypeType;
+}
+
 std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
   const c10::FunctionSchema& schema = op.schema();
   auto plan = std::make_unique<OpPlan>();
@@ -76,6 +82,7 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
   for (size_t i = 0; i < args.size(); ++i) {
     plan->scalar_args.push_back(is_scalar_type(args[i].type()) && !scalar_picks_algorithm(name, args[i]));
     if (is_optional_generator(args[i].type())) plan->generator_args.push_back(i);
+    if (is_dtype(args[i])) plan->dtype_args.push_back(i);
   }
   plan->scalar_values_shape_outputs = name == "aten::arange" || name == "aten::range" ||
                                       name == "aten::linspace" || name == "aten::logspace";

@@ -25,6 +25,7 @@ struct OpPlan {
   bool mutates_args = false;                     // in-place or out= op
   std::optional<c10::OperatorHandle> out_variant;  // for functional ops
   std::vector<size_t> generator_args;  // indexes of `Generator?` arguments
+  std::vector<size_t> dtype_args;      // indexes of `ScalarType` / `ScalarType?` arguments
   // Per argument: typed Scalar (or Scalar?/Scalar[]), recorded as a run-time operand; the
   // shape cache keys only their types, unless scalar_values_shape_outputs (arange(0, n): the
   // values decide the output shape). A Scalar whose value picks the algorithm (a norm's order)

@@ -73,17 +73,6 @@ TORCH_LIBRARY_IMPL(aten, PrivateUse1, m) {
   m.impl("convolution_backward_overrideable",
          torch::CppFunction::makeFromBoxedFunction<&convolution_backward>());
   m.impl("histc", torch::CppFunction::makeFromBoxedFunction<&histc>());
-  // Ops that make quantized tensors from tpu ones: refused at the call (the generic kernel would
-  // run CPU's kernel and hand back a float tensor).
-  for (const char* name :
-       {"quantize_per_tensor", "quantize_per_tensor.tensor_qparams", "quantize_per_tensor.tensors",
-        "quantize_per_tensor.out", "quantize_per_tensor.tensor_qparams_out",
-        "quantize_per_tensor.tensors_out", "quantize_per_channel", "quantize_per_channel.out",
-        "quantize_per_tensor_dynamic", "quantize_per_tensor_dynamic.out",
-        "_make_per_tensor_quantized_tensor", "_make_per_tensor_quantized_tensor.out",
-        "_make_per_channel_quantized_tensor", "_make_per_channel_quantized_tensor.out"}) {
-    m.impl(name, torch::CppFunction::makeFromBoxedFunction<&reject_quantized>());
-  }
   // The fused RNN cells ATen's RNN code picks for tpu, as for CUDA (recurrent_cells.cpp).
   m.impl("_thnn_fused_lstm_cell", TORCH_FN(fused_lstm_cell));
   m.impl("_thnn_fused_lstm_cell_backward_impl", TORCH_FN(fused_lstm_cell_backward));

@@ -105,6 +105,11 @@ def test_quantized_dtype_is_a_clear_error(dtype):
         torch.quantize_per_tensor(x, 0.1, 0, dtype)
     with pytest.raises(NotImplementedError, match="quantize_per_channel"):
         torch.quantize_per_channel(x, torch.ones(4), torch.zeros(4, dtype=torch.long), 0, dtype)
+    # Any op asked for a quantized dtype, or whose CPU kernel makes a quantized tensor.
+    with pytest.raises(NotImplementedError, match=r"quantized, in aten::quantize_per_tensor_dynamic"):
+        torch.quantize_per_tensor_dynamic(x, torch.quint8, False)
+    with pytest.raises(NotImplementedError, match=r"quantized, in aten::_make_per_tensor_quantized"):
+        torch._make_per_tensor_quantized_tensor(x.to(torch.int8), 0.1, 1)
     assert torch.equal(x.cpu(), x.cpu())  # the device still works
 
 
