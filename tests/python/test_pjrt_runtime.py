@@ -524,6 +524,34 @@ print(json.dumps({{"unequal": unequal, "fallbacks": torch_tpu.metrics()["fallbac
     assert result["unequal"] == [] and result["fallbacks"] == {}, result
 
 
+def test_log_sigmoid_and_sgn_lower_natively_forward_and_backward():
+    # BCEWithLogitsLoss and LogSigmoid (log_sigmoid_forward's stored buffer exp(-|x|), its
+    # backward reading it back as ATen's CPU kernel does) and L1 gradients (sgn), in every
+    # floating dtype, against CPU with no host round trip.
+    result = run_json("""
+import torch.nn.functional as F
+errors = {}
+for dt in (torch.float32, torch.float64, torch.bfloat16, torch.float16):
+    torch.manual_seed(0)
+    x = (torch.randn(7, 9) * 5).to(dt)
+    x[0, 0] = 0
+    g, t = torch.randn(7, 9).to(dt), torch.rand(7, 9).to(dt)
+    def run(device):
+        xx = x.to(device).requires_grad_()
+        outs = [F.logsigmoid(xx), F.binary_cross_entropy_with_logits(xx, t.to(device)),
+                F.l1_loss(xx, g.to(device)), torch.sgn(xx)]
+        grads = torch.autograd.grad((outs[0] * g.to(device)).sum() + outs[1] + outs[2], xx)
+        return [o.detach().cpu() for o in outs] + [grads[0].cpu()]
+    for i, (cpu, tpu) in enumerate(zip(run("cpu"), run("tpu"))):
+        try:
+            torch.testing.assert_close(tpu, cpu)
+        except AssertionError as e:
+            errors[f"{dt} {i}"] = str(e).splitlines()[0]
+print(json.dumps({"errors": errors, "fallbacks": torch_tpu.metrics()["fallbacks"]}))
+""")
+    assert result["errors"] == {} and result["fallbacks"] == {}, result
+
+
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_empty_tensors(mode):
     result = run_json(f"""

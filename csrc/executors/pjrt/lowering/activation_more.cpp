@@ -4,7 +4,10 @@
 //   softplus(x, beta, threshold) = x * beta > threshold ? x : log1p(exp(x * beta)) / beta,
 //   softplus_backward(g, x, beta, threshold) = x * beta > threshold ? g : g * z / (z + 1),
 //     z = exp(x * beta),
-//   mish(x) = x * tanh(log1p(exp(x))), threshold(x, t, v) = x <= t ? v : x (any dtype).
+//   mish(x) = x * tanh(log1p(exp(x))), threshold(x, t, v) = x <= t ? v : x (any dtype),
+//   log_sigmoid_forward(x) = (min(0, x) - log1p(z), z), z = exp(-|x|) (the buffer, stored),
+//   log_sigmoid_backward(g, x, z) = ((x < 0 ? 1 : 0) - (x < 0 ? 1 : -1) * z / (1 + z)) * g,
+//     z read back from the stored buffer, as ATen's CPU kernel does.
 #include "executors/pjrt/lowering/op_lowering.h"
 
 namespace torch_tpu::executors::pjrt::lowering {
@@ -77,6 +80,32 @@ std::vector<Tensor> lower_mish(OpContext& context) {
   FunctionBuilder& builder = u.builder;
   const Tensor softplus = builder.unary("stablehlo.log_plus_one", builder.unary("stablehlo.exponential", u.x));
   return u.result(builder.binary("stablehlo.multiply", u.x, builder.unary("stablehlo.tanh", softplus)));
+}
+
+std::vector<Tensor> lower_log_sigmoid_forward(OpContext& context) {
+  const Unary u(context);
+  FunctionBuilder& builder = u.builder;
+  const Tensor z = builder.unary("stablehlo.exponential", builder.unary("stablehlo.negate", builder.unary("stablehlo.abs", u.x)));
+  const Tensor low = builder.binary("stablehlo.minimum", u.constant("0.0"), u.x);
+  const Tensor output = builder.binary("stablehlo.subtract", low, builder.unary("stablehlo.log_plus_one", z));
+  return {builder.convert(output, u.out.dtype), builder.convert(z, context.return_type(1).dtype)};
+}
+
+std::vector<Tensor> lower_log_sigmoid_backward(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  const DType compute = floating_compute(context, out.dtype);
+  FunctionBuilder& builder = context.builder();
+  const Tensor grad = elementwise_operand(context, 0, out, compute);
+  const Tensor x = elementwise_operand(context, 1, out, compute);
+  if (context.tensor_type(2).sizes != out.sizes) context.refuse("a buffer of another shape");
+  const Tensor z = elementwise_operand(context, 2, out, compute);
+  const auto constant = [&](const char* literal) { return builder.splat(literal, compute, out.sizes); };
+  const Tensor negative = builder.compare(x, constant("0.0"), "LT");
+  const Tensor max_deriv = builder.select(negative, constant("1.0"), constant("0.0"));
+  const Tensor sign = builder.select(negative, constant("1.0"), constant("-1.0"));
+  const Tensor ratio = builder.binary("stablehlo.divide", z, builder.binary("stablehlo.add", constant("1.0"), z));
+  const Tensor slope = builder.binary("stablehlo.subtract", max_deriv, builder.binary("stablehlo.multiply", sign, ratio));
+  return {builder.convert(builder.binary("stablehlo.multiply", slope, grad), out.dtype)};
 }
 
 std::vector<Tensor> lower_threshold(OpContext& context) {

@@ -262,6 +262,8 @@ std::vector<Tensor> lower_hardswish(OpContext& context);    // hardswish (+ _, o
 std::vector<Tensor> lower_softplus(OpContext& context);     // softplus (+ out)
 std::vector<Tensor> lower_softplus_backward(OpContext& context);  // softplus_backward (+ grad_input)
 std::vector<Tensor> lower_mish(OpContext& context);         // mish (+ _, out)
+std::vector<Tensor> lower_log_sigmoid_forward(OpContext& context);   // log_sigmoid_forward (+ output)
+std::vector<Tensor> lower_log_sigmoid_backward(OpContext& context);  // log_sigmoid_backward (+ grad_input)
 std::vector<Tensor> lower_threshold(OpContext& context);    // threshold (+ _, out)
 // data_movement.cpp, factory.cpp
 std::vector<Tensor> lower_flip(OpContext& context);

@@ -92,6 +92,7 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_round_decimals, {"aten::round.decimals", "aten::round.decimals_out", "aten::round_.decimals"}},
         {lower_trunc, every_form("trunc")},
         {lower_sign, every_form("sign")},
+        {lower_sign, every_form("sgn")},  // real dtypes only: complex is refused
         {lower_isnan, {"aten::isnan"}},
         {lower_isposinf, with_out("isposinf")},
         {lower_isneginf, with_out("isneginf")},
@@ -169,6 +170,8 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_softplus, with_out("softplus")},
         {lower_softplus_backward, with_out("softplus_backward", "grad_input")},
         {lower_mish, every_form("mish")},
+        {lower_log_sigmoid_forward, with_out("log_sigmoid_forward", "output")},
+        {lower_log_sigmoid_backward, with_out("log_sigmoid_backward", "grad_input")},
         {lower_threshold, every_form("threshold")},
         // vector_norm.cpp
         {lower_linalg_vector_norm, with_out("linalg_vector_norm")},
