@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import sys
 import tempfile
 
 REPORTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "reports"))
@@ -101,3 +102,56 @@ def check_phases_against(records: list[dict], committed_path: str, key: tuple[st
     print(f"{len(records)} {what} checked against {os.path.basename(committed_path)}: "
           f"{len(regressions)} regressions")
     return 1 if regressions else 0
+
+
+def selected_items(args: argparse.Namespace, all_items: list[str], in_fast_tier) -> list[str]:
+    """The items a run covers: --items as given, the fast tier's, or all; exits naming any
+    unknown item."""
+    if args.items:
+        items = args.items
+    elif args.tier == "fast":
+        items = [item for item in all_items if in_fast_tier(item)]
+    else:
+        items = all_items
+    unknown = sorted(set(items) - set(all_items))
+    if unknown:
+        sys.exit(f"unknown items: {unknown}")
+    return items
+
+
+def run_with_progress(worker: str, items: list[str], args: argparse.Namespace, unit: str,
+                      crash_record) -> list[dict]:
+    """Every item's records from isolated children (conformance/isolated.py), with a progress
+    bar; an item whose child died is recorded by crash_record(item, failure)."""
+    from tqdm import tqdm
+
+    from .isolated import child_env, run_isolated
+
+    records: list[dict] = []
+    with tqdm(total=len(items), unit=unit, dynamic_ncols=True) as bar:
+        def on_result(item, results, failure):
+            records.extend(results if results is not None else [crash_record(item, failure)])
+            bar.set_postfix_str(item[:30])
+            bar.update(1)
+        run_isolated(worker, items, child_env(args.mode, args.runtime), args.timeout, on_result)
+    return records
+
+
+def outcome_lines(outcomes_by_dtype: dict, outcomes: tuple[str, ...],
+                  fallback_ops: list[str]) -> list[str]:
+    """A report's table of forward outcomes per dtype, then its line of ops that fell back."""
+    lines = ["Forward outcomes by dtype:", "",
+             "| dtype | " + " | ".join(outcomes) + " |", "|---|" + "---:|" * len(outcomes)]
+    for dtype, counts in outcomes_by_dtype.items():
+        lines.append(f"| {dtype} | " + " | ".join(str(counts.get(k, 0)) for k in outcomes) + " |")
+    return lines + ["", "Ops that fell back to the synchronous CPU path: "
+                    + (", ".join(f"`{op}`" for op in fallback_ops) or "none"), ""]
+
+
+def save_report(json_path: str, md_path: str, meta: dict, summary: dict, records: list[dict],
+                markdown: str) -> None:
+    """Writes a sweep's JSON report (meta, totals, results) and its Markdown rendering."""
+    with open(json_path, "w") as f:
+        json.dump({"meta": meta, "totals": summary, "results": records}, f, indent=1)
+    with open(md_path, "w") as f:
+        f.write(markdown)

@@ -16,11 +16,8 @@ import platform
 import sys
 import time
 
-from tqdm import tqdm
-
 from ..cli import (REPORTS, baseline_name, check_phases_against, merged_into_committed,
-                   report_dir, report_name, sweep_arguments)
-from ..isolated import child_env, run_isolated
+                   report_dir, report_name, run_with_progress, selected_items, sweep_arguments)
 
 
 def crash_record(module: str, message: str) -> dict:
@@ -37,26 +34,10 @@ def main():
     from .fast_tier import in_fast_tier
     from .report import percent, write
 
-    all_names = [info.name for info in module_db]
-    if args.items:
-        names = args.items
-    elif args.tier == "fast":
-        names = [n for n in all_names if in_fast_tier(n, args.runtime)]
-    else:
-        names = all_names
-    unknown = sorted(set(names) - set(all_names))
-    if unknown:
-        sys.exit(f"unknown modules: {unknown}")
-
-    records: list[dict] = []
+    names = selected_items(args, [info.name for info in module_db],
+                           lambda name: in_fast_tier(name, args.runtime))
     started = time.monotonic()
-    with tqdm(total=len(names), unit="module", dynamic_ncols=True) as bar:
-        def on_result(module, results, failure):
-            records.extend(results if results is not None else [crash_record(module, failure)])
-            bar.set_postfix_str(module)
-            bar.update(1)
-        run_isolated("conformance.modules.worker", names, child_env(args.mode, args.runtime),
-                     args.timeout, on_result)
+    records = run_with_progress("conformance.modules.worker", names, args, "module", crash_record)
 
     name = report_name("modules", args.mode, args.runtime)
     if args.check:

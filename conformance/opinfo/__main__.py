@@ -17,11 +17,8 @@ import platform
 import sys
 import time
 
-from tqdm import tqdm
-
 from ..cli import (REPORTS, baseline_name, check_phases_against, merged_into_committed,
-                   report_dir, report_name, sweep_arguments)
-from ..isolated import child_env, run_isolated
+                   report_dir, report_name, run_with_progress, selected_items, sweep_arguments)
 
 def crash_record(op: str, message: str) -> dict:
     return {"op": op, "dtype": "float32", "forward": "error", "backward": None,
@@ -42,26 +39,9 @@ def main():
     from .harness import op_id
     from .report import percent, write
 
-    all_ids = [op_id(op) for op in op_db]
-    if args.items:
-        op_ids = args.items
-    elif args.tier == "fast":
-        op_ids = [i for i in all_ids if i in FAST_OPS]
-    else:
-        op_ids = all_ids
-    unknown = sorted(set(op_ids) - set(all_ids))
-    if unknown:
-        sys.exit(f"unknown op ids: {unknown}")
-
-    records: list[dict] = []
+    op_ids = selected_items(args, [op_id(op) for op in op_db], lambda op: op in FAST_OPS)
     started = time.monotonic()
-    with tqdm(total=len(op_ids), unit="op", dynamic_ncols=True) as bar:
-        def on_result(op, results, failure):
-            records.extend(results if results is not None else [crash_record(op, failure)])
-            bar.set_postfix_str(op[:30])
-            bar.update(1)
-        run_isolated("conformance.opinfo.worker", op_ids, child_env(args.mode, args.runtime), args.timeout,
-                     on_result)
+    records = run_with_progress("conformance.opinfo.worker", op_ids, args, "op", crash_record)
 
     name = report_name("opinfo", args.mode, args.runtime)
     if args.check:

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import torch
 
-from ..cli import rerun_note
+from ..cli import outcome_lines, rerun_note, save_report
 from ..comparison import ERROR, PASS, SKIP, WRONG
 from .harness import DTYPES
 from .known_failures import known_reason
@@ -76,10 +75,7 @@ def write(records: list[dict], meta: dict, json_path: str, md_path: str) -> dict
     for r in records:
         r["known"] = known_reason(r["op"], r["dtype"])
     summary = totals(records)
-    with open(json_path, "w") as f:
-        json.dump({"meta": meta, "totals": summary, "results": records}, f, indent=1)
-    with open(md_path, "w") as f:
-        f.write(render_markdown(records, meta, summary))
+    save_report(json_path, md_path, meta, summary, records, render_markdown(records, meta, summary))
     return summary
 
 
@@ -110,16 +106,9 @@ def render_markdown(records, meta, summary) -> str:
         f"| (op, dtype) pairs that used a CPU fallback | {summary['pairs_using_fallback']} | |",
         f"| harness crashes (worker died) | {summary['crashes']} | 0 |",
         "",
-        "Forward outcomes by dtype:",
-        "",
-        "| dtype | " + " | ".join((PASS, WRONG, ERROR, SKIP)) + " |",
-        "|---|" + "---:|" * 4,
     ]
-    for dtype, counts in summary["outcomes_by_dtype"].items():
-        lines.append(f"| {dtype} | " + " | ".join(str(counts.get(k, 0))
-                                                   for k in (PASS, WRONG, ERROR, SKIP)) + " |")
-    lines += ["", "Ops that fell back to the synchronous CPU path: "
-              + (", ".join(f"`{op}`" for op in summary["fallback_ops"]) or "none"), ""]
+    lines += outcome_lines(summary["outcomes_by_dtype"], (PASS, WRONG, ERROR, SKIP),
+                           summary["fallback_ops"])
     failing = [r for r in records if r["forward"] in (WRONG, ERROR)
                or r.get("backward") in (WRONG, ERROR)]
     lines += ["## Failures", "",
