@@ -552,6 +552,40 @@ print(json.dumps({"errors": errors, "fallbacks": torch_tpu.metrics()["fallbacks"
     assert result["errors"] == {} and result["fallbacks"] == {}, result
 
 
+def test_average_pooling_gradients_lower_natively_in_float32_and_float64():
+    # avg_pool2d/3d_backward as the transpose of the forward's window sum, for ceil_mode,
+    # count_include_pad, divisor_override, 3-d pools and unbatched inputs, against CPU; half
+    # precision takes the host round trip (ATen rounds each window's share as it adds it).
+    result = run_json("""
+import torch.nn.functional as F
+errors, natively = {}, {}
+cases = [((2, 3, 7, 8), 3, 2, 1, False, True, None), ((2, 3, 7, 8), 3, 2, 1, True, False, None),
+         ((1, 2, 9, 5), (3, 2), (1, 2), (1, 0), True, False, 5), ((3, 5, 5), 4, 3, 2, True, True, None),
+         ((1, 1, 4, 5, 6), 3, 2, 1, True, False, None), ((2, 4, 6, 6, 6), 2, 2, 0, False, True, 3)]
+for dt in (torch.float32, torch.float64, torch.bfloat16):
+    before = torch_tpu.metrics()["fallbacks"].copy()
+    for n, (shape, k, s, p, ceil, include, divisor) in enumerate(cases):
+        if dt == torch.bfloat16 and len(shape) == 5:
+            continue  # CPU has no bfloat16 avg_pool3d
+        pool = F.avg_pool3d if len(shape) == 5 else F.avg_pool2d
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(n)).to(dt)
+        def grad(device):
+            xx = x.to(device).requires_grad_()
+            y = pool(xx, k, s, p, ceil, include, divisor)
+            g = torch.randn(y.shape, generator=torch.Generator().manual_seed(99)).to(dt).to(device)
+            return torch.autograd.grad(y, xx, g)[0].cpu()
+        try:
+            torch.testing.assert_close(grad("tpu"), grad("cpu"))
+        except AssertionError as e:
+            errors[f"{dt} {n}"] = str(e).splitlines()[0]
+    natively[str(dt)] = torch_tpu.metrics()["fallbacks"] == before
+print(json.dumps({"errors": errors, "natively": natively}))
+""")
+    assert result["errors"] == {}, result["errors"]
+    assert result["natively"] == {"torch.float32": True, "torch.float64": True,
+                                  "torch.bfloat16": False}, result
+
+
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_empty_tensors(mode):
     result = run_json(f"""

@@ -31,22 +31,11 @@ std::vector<int64_t> kernel_sizes(const std::vector<int64_t>& weight_shape) {
   return {weight_shape.begin() + 2, weight_shape.end()};
 }
 
-Tensor padded(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& low,
-              const std::vector<int64_t>& high, const std::vector<int64_t>& interior) {
-  std::vector<int64_t> shape = x.shape;
-  for (size_t d = 0; d < shape.size(); ++d) {
-    shape[d] = low[d] + high[d] + shape[d] + (shape[d] > 0 ? (shape[d] - 1) * interior[d] : 0);
-  }
-  return builder.op("stablehlo.pad", {x, builder.zeros(x.dtype, {})}, x.dtype, shape,
-                    "edge_padding_low = " + i64_array(low) + ", edge_padding_high = " + i64_array(high) +
-                        ", interior_padding = " + i64_array(interior));
-}
-
 // `x` [N, C, ...] padded by `padding` on both sides of each spatial dimension.
 Tensor spatially_padded(FunctionBuilder& builder, const Tensor& x, const std::vector<int64_t>& padding) {
   std::vector<int64_t> edges = {0, 0};
   edges.insert(edges.end(), padding.begin(), padding.end());
-  return padded(builder, x, edges, edges, std::vector<int64_t>(x.shape.size(), 0));
+  return builder.pad(x, edges, edges, std::vector<int64_t>(x.shape.size(), 0));
 }
 
 // [N, C, ...] with each channel repeated `multiplier` times in a row: [N, C * multiplier, ...].
@@ -139,7 +128,7 @@ Tensor depthwise_grad_input(FunctionBuilder& builder, const Tensor& grad, const 
       interior[d] = window.stride[d - 2] - 1;
       high[d] = padded_shape[d] - low[d] - ((grad.shape[d] - 1) * window.stride[d - 2] + 1);
     }
-    sum = builder.binary("stablehlo.add", sum, padded(builder, products, low, high, interior));
+    sum = builder.binary("stablehlo.add", sum, builder.pad(products, low, high, interior));
   }
   std::vector<int64_t> starts(rank, 0), limits = padded_shape, strides(rank, 1);
   for (size_t d = 2; d < rank; ++d) {

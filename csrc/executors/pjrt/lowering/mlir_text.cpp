@@ -192,6 +192,17 @@ Tensor FunctionBuilder::round_through(const Tensor& x, ir::DType dtype) {
   return convert(convert(x, dtype), x.dtype);
 }
 
+Tensor FunctionBuilder::pad(const Tensor& x, const std::vector<int64_t>& low,
+                            const std::vector<int64_t>& high, const std::vector<int64_t>& interior) {
+  std::vector<int64_t> shape = x.shape;
+  for (size_t d = 0; d < shape.size(); ++d) {
+    shape[d] = low[d] + high[d] + shape[d] + (shape[d] > 0 ? (shape[d] - 1) * interior[d] : 0);
+  }
+  return op("stablehlo.pad", {x, zeros(x.dtype, {})}, x.dtype, shape,
+            "edge_padding_low = " + i64_array(low) + ", edge_padding_high = " + i64_array(high) +
+                ", interior_padding = " + i64_array(interior));
+}
+
 Tensor FunctionBuilder::broadcast_to(const Tensor& x, const std::vector<int64_t>& shape) {
   if (x.shape == shape) return x;
   if (x.shape.size() > shape.size()) {

@@ -84,6 +84,10 @@ class FunctionBuilder {
   // `x` rounded to `dtype` and back to its own dtype: a step ATen stores in `dtype` (a
   // half-precision intermediate) inside an f32 computation. `x` itself when they agree.
   Tensor round_through(const Tensor& x, ir::DType dtype);
+  // stablehlo.pad with zeros: `low`/`high` per dimension (negative: cropped), `interior`
+  // zeros between neighbours.
+  Tensor pad(const Tensor& x, const std::vector<int64_t>& low, const std::vector<int64_t>& high,
+             const std::vector<int64_t>& interior);
   // Broadcasts `x` (numpy rules: trailing dims aligned, size-1 dims stretched) to `shape`.
   Tensor broadcast_to(const Tensor& x, const std::vector<int64_t>& shape);
   Tensor binary(const std::string& name, const Tensor& a, const Tensor& b);

@@ -6,11 +6,13 @@
 // (the one integer dtype ATen's CPU kernel takes) sums in int64 and divides truncating toward
 // zero, as C++ integer division there. Refused: windows that cover no input element (ATen
 // writes 0 there).
+// avg_pool2d/3d_backward: the transpose of that window sum (see lower_avg_pool_backward).
 // _adaptive_avg_pool2d / 3d(self, output_size): window o of a dimension spans
 // [floor(o * in / out), ceil((o + 1) * in / out)); ATen divides the window's sum by each
 // dimension's extent in turn. Equal windows are one reduce_window, others one slice and sum
 // per output position and dimension.
 #include <algorithm>
+#include <optional>
 
 #include "executors/pjrt/lowering/op_lowering.h"
 
@@ -53,61 +55,125 @@ Tensor window_sum(FunctionBuilder& builder, const Tensor& x, const std::vector<i
 
 }  // namespace
 
+namespace {
+
+// An avg_pool call's windows over its input (`in` sizes) for its output (`outs` sizes): the
+// reduce_window attributes over every dim (1 along the leading ones), and each spatial dim's
+// per-position divisor count. Arguments from `first` on: kernel_size, stride, padding,
+// ceil_mode, count_include_pad, divisor_override.
+struct AvgPoolWindows {
+  size_t lead = 0;
+  std::vector<int64_t> window, strides, reached, kernel, stride, padding;
+  std::vector<std::pair<int64_t, int64_t>> pads;
+  std::vector<std::vector<int64_t>> counts;  // per spatial dim, per output position
+  std::optional<int64_t> divisor_override;
+
+  AvgPoolWindows(OpContext& context, size_t first, const std::vector<int64_t>& in,
+                 const std::vector<int64_t>& outs) {
+    const size_t spatial = context.op().starts_with("aten::avg_pool3d") ? 3 : 2;
+    const size_t rank = in.size();
+    if ((rank != spatial + 1 && rank != spatial + 2) || outs.size() != rank) context.refuse("an input of that rank");
+    kernel = per_dimension(context, first, spatial, "kernel_size");
+    stride = context.arg(first + 1).list.empty() ? kernel : per_dimension(context, first + 1, spatial, "stride");
+    padding = per_dimension(context, first + 2, spatial, "padding");
+    const bool count_include_pad = context.arg(first + 4).integer != 0;
+    if (context.arg(first + 5).kind == ir::Argument::Kind::kInt) {
+      divisor_override = context.arg(first + 5).integer;
+      if (*divisor_override == 0) context.refuse("divisor_override 0");
+    }
+    lead = rank - spatial;
+    window.assign(lead, 1);
+    strides.assign(lead, 1);
+    pads.assign(lead, {0, 0});
+    reached.assign(in.begin(), in.begin() + static_cast<std::ptrdiff_t>(lead));
+    counts.resize(spatial);
+    for (size_t d = 0; d < spatial; ++d) {
+      const int64_t size = in[lead + d], out = outs[lead + d];
+      const int64_t k = kernel[d], s = stride[d], p = padding[d];
+      if (k <= 0 || s <= 0 || p < 0) context.refuse("a non-positive kernel or stride, or negative padding");
+      // ceil_mode's last window may reach past the padded input: pad the high side so it exists.
+      const int64_t high = std::max<int64_t>(0, (out - 1) * s + k - p - size);
+      window.push_back(k);
+      strides.push_back(s);
+      pads.emplace_back(p, high);
+      reached.push_back((size + p + high - k) / s + 1);
+      for (int64_t o = 0; o < out; ++o) {
+        const int64_t start = o * s - p;
+        const int64_t end = std::min(start + k, size + p);
+        const int64_t clipped = std::min(end, size) - std::max<int64_t>(start, 0);
+        if (clipped <= 0) context.refuse("a window over padding only");
+        counts[d].push_back(count_include_pad ? end - start : clipped);
+      }
+    }
+    if (reached != outs) context.refuse("an output shape other than the pooling's");
+  }
+
+  // Each output position's divisor, in `dtype`, over `out_sizes`.
+  Tensor divisor(FunctionBuilder& builder, DType dtype, const std::vector<int64_t>& out_sizes) const {
+    if (divisor_override) {
+      return is_floating(dtype) ? builder.float_splat(static_cast<double>(*divisor_override), dtype, out_sizes)
+                                : builder.splat(std::to_string(*divisor_override), dtype, out_sizes);
+    }
+    Tensor product;
+    for (size_t d = 0; d < counts.size(); ++d) {
+      const Tensor along = builder.broadcast_in_dim(vector_constant(builder, counts[d], dtype), out_sizes,
+                                                    {static_cast<int64_t>(lead + d)});
+      product = d == 0 ? along : builder.binary("stablehlo.multiply", product, along);
+    }
+    return product;
+  }
+};
+
+}  // namespace
+
 std::vector<Tensor> lower_avg_pool(OpContext& context) {
   const ir::TensorType& out = context.return_type(0);
   const bool integral = out.dtype == DType::kInt64 && context.tensor_dtype(0) == DType::kInt64;
   const DType compute = integral ? DType::kInt64 : floating_compute(context, out.dtype);
   FunctionBuilder& builder = context.builder();
   const Tensor x = builder.convert(context.tensor(0), compute);
-  const size_t spatial = context.op().starts_with("aten::avg_pool3d") ? 3 : 2;
-  const size_t rank = x.shape.size();
-  if ((rank != spatial + 1 && rank != spatial + 2) || out.sizes.size() != rank) context.refuse("an input of that rank");
   if (x.numel() == 0) context.refuse("an input with no elements");
-  const std::vector<int64_t> kernel = per_dimension(context, 1, spatial, "kernel_size");
-  const std::vector<int64_t> stride =
-      context.arg(2).list.empty() ? kernel : per_dimension(context, 2, spatial, "stride");
-  const std::vector<int64_t> padding = per_dimension(context, 3, spatial, "padding");
-  const bool count_include_pad = context.arg(5).integer != 0;
-  const bool overridden = context.arg(6).kind == ir::Argument::Kind::kInt;
-  if (overridden && context.arg(6).integer == 0) context.refuse("divisor_override 0");
+  const AvgPoolWindows w(context, 1, x.shape, out.sizes);
+  const Tensor sum = window_sum(builder, x, w.window, w.strides, w.pads, w.reached);
+  return {builder.convert(builder.binary("stablehlo.divide", sum, w.divisor(builder, compute, out.sizes)), out.dtype)};
+}
 
-  const size_t lead = rank - spatial;
-  std::vector<int64_t> window(lead, 1), strides(lead, 1);
-  std::vector<std::pair<int64_t, int64_t>> pads(lead, {0, 0});
-  std::vector<int64_t> reached(x.shape.begin(), x.shape.begin() + static_cast<std::ptrdiff_t>(lead));
-  std::vector<std::vector<int64_t>> counts(spatial);
-  for (size_t d = 0; d < spatial; ++d) {
-    const int64_t in = x.shape[lead + d], outs = out.sizes[lead + d];
-    const int64_t k = kernel[d], s = stride[d], p = padding[d];
-    if (k <= 0 || s <= 0 || p < 0) context.refuse("a non-positive kernel or stride, or negative padding");
-    // ceil_mode's last window may reach past the padded input: pad the high side so it exists.
-    const int64_t high = std::max<int64_t>(0, (outs - 1) * s + k - p - in);
-    window.push_back(k);
-    strides.push_back(s);
-    pads.emplace_back(p, high);
-    reached.push_back((in + p + high - k) / s + 1);
-    for (int64_t o = 0; o < outs; ++o) {
-      const int64_t start = o * s - p;
-      const int64_t end = std::min(start + k, in + p);
-      const int64_t clipped = std::min(end, in) - std::max<int64_t>(start, 0);
-      if (clipped <= 0) context.refuse("a window over padding only");
-      counts[d].push_back(count_include_pad ? end - start : clipped);
-    }
+// avg_pool2d/3d_backward(grad_output, self, kernel_size, ...): each output position's gradient
+// divided by its divisor, then spread over its window clipped to the input, as ATen's CPU
+// kernel adds it there: the transpose of the forward's window sum (the quotients spread
+// `stride - 1` apart, padded by `kernel - 1`, summed over stride-1 windows, then cropped from
+// the padded input's coordinates to the input's). Half precision is refused: ATen adds each
+// window's share in the dtype, rounding after every addition, which this sum does not model.
+std::vector<Tensor> lower_avg_pool_backward(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  if (out.dtype != DType::kFloat32 && out.dtype != DType::kFloat64) {
+    context.refuse("a gradient in " + ir::dtype_name(out.dtype) +
+                   " (ATen rounds each window's share as it adds it: not modelled)");
   }
-  if (reached != out.sizes) context.refuse("an output shape other than the pooling's");
-  const Tensor sum = window_sum(builder, x, window, strides, pads, reached);
-  Tensor divisor;
-  if (overridden) {
-    divisor = integral ? builder.splat(std::to_string(context.arg(6).integer), compute, out.sizes)
-                       : builder.float_splat(static_cast<double>(context.arg(6).integer), compute, out.sizes);
-  } else {
-    for (size_t d = 0; d < spatial; ++d) {
-      const Tensor along = builder.broadcast_in_dim(vector_constant(builder, counts[d], compute), out.sizes,
-                                                    {static_cast<int64_t>(lead + d)});
-      divisor = d == 0 ? along : builder.binary("stablehlo.multiply", divisor, along);
-    }
+  const DType compute = out.dtype;
+  FunctionBuilder& builder = context.builder();
+  const Tensor grad = builder.convert(context.tensor(0), compute);
+  const std::vector<int64_t>& in = context.tensor_type(1).sizes;
+  if (in != out.sizes) context.refuse("a gradient of another shape than the input");
+  if (grad.numel() == 0 || out.numel() == 0) context.refuse("empty tensors");
+  const AvgPoolWindows w(context, 2, in, grad.shape);
+  const Tensor quotients = builder.binary("stablehlo.divide", grad, w.divisor(builder, compute, grad.shape));
+  const size_t rank = in.size();
+  std::vector<int64_t> edge(rank, 0), interior(rank, 0), crop_low(rank, 0), crop_high(rank, 0);
+  std::vector<int64_t> ones(rank, 1), spread_shape(rank);
+  for (size_t d = w.lead; d < rank; ++d) {
+    const int64_t k = w.window[d], s = w.strides[d], p = w.pads[d].first;
+    edge[d] = k - 1;
+    interior[d] = s - 1;
+    const int64_t covered = (grad.shape[d] - 1) * s + k;  // padded positions some window covers
+    crop_low[d] = -p;
+    crop_high[d] = in[d] + p - covered;
   }
-  return {builder.convert(builder.binary("stablehlo.divide", sum, divisor), out.dtype)};
+  const Tensor spread = builder.pad(quotients, edge, edge, interior);
+  for (size_t d = 0; d < rank; ++d) spread_shape[d] = spread.shape[d] - w.window[d] + 1;
+  const Tensor sums = window_sum(builder, spread, w.window, ones,
+                                 std::vector<std::pair<int64_t, int64_t>>(rank, {0, 0}), spread_shape);
+  return {builder.convert(builder.pad(sums, crop_low, crop_high, std::vector<int64_t>(rank, 0)), out.dtype)};
 }
 
 namespace {

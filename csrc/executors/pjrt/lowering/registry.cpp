@@ -276,6 +276,8 @@ const std::unordered_map<std::string, OpLowering>& table() {
           "aten::replication_pad2d.out", "aten::replication_pad3d", "aten::replication_pad3d.out"}},
         // pooling.cpp
         {lower_avg_pool, {"aten::avg_pool2d", "aten::avg_pool2d.out", "aten::avg_pool3d", "aten::avg_pool3d.out"}},
+        {lower_avg_pool_backward, {"aten::avg_pool2d_backward", "aten::avg_pool2d_backward.grad_input",
+                                   "aten::avg_pool3d_backward", "aten::avg_pool3d_backward.grad_input"}},
         {lower_adaptive_avg_pool,
          {"aten::_adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d.out", "aten::_adaptive_avg_pool3d",
           "aten::_adaptive_avg_pool3d.out"}},
