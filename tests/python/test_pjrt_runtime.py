@@ -552,10 +552,11 @@ print(json.dumps({"errors": errors, "fallbacks": torch_tpu.metrics()["fallbacks"
     assert result["errors"] == {} and result["fallbacks"] == {}, result
 
 
-def test_average_pooling_gradients_lower_natively_in_float32_and_float64():
+def test_average_and_adaptive_pooling_gradients_lower_natively_in_float32_and_float64():
     # avg_pool2d/3d_backward as the transpose of the forward's window sum, for ceil_mode,
-    # count_include_pad, divisor_override, 3-d pools and unbatched inputs, against CPU; half
-    # precision takes the host round trip (ATen rounds each window's share as it adds it).
+    # count_include_pad, divisor_override, 3-d pools and unbatched inputs, and adaptive pools'
+    # gradients (disjoint, overlapping and upsampling windows), against CPU; half precision
+    # takes the host round trip (ATen rounds each window's share as it adds it).
     result = run_json("""
 import torch.nn.functional as F
 errors, natively = {}, {}
@@ -578,6 +579,22 @@ for dt in (torch.float32, torch.float64, torch.bfloat16):
             torch.testing.assert_close(grad("tpu"), grad("cpu"))
         except AssertionError as e:
             errors[f"{dt} {n}"] = str(e).splitlines()[0]
+    for n, (shape, size) in enumerate([((2, 3, 7, 8), (1, 1)), ((2, 3, 7, 8), (3, 5)),
+                                       ((3, 9, 5), (4, 3)), ((2, 3, 5, 5), (7, 6)),
+                                       ((1, 2, 5, 6, 7), (2, 3, 4))]):
+        if dt == torch.bfloat16 and len(shape) == 5:
+            continue
+        pool = F.adaptive_avg_pool3d if len(size) == 3 else F.adaptive_avg_pool2d
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(n)).to(dt)
+        def grad(device):
+            xx = x.to(device).requires_grad_()
+            y = pool(xx, size)
+            g = torch.randn(y.shape, generator=torch.Generator().manual_seed(99)).to(dt).to(device)
+            return torch.autograd.grad(y, xx, g)[0].cpu()
+        try:
+            torch.testing.assert_close(grad("tpu"), grad("cpu"))
+        except AssertionError as e:
+            errors[f"{dt} adaptive {n}"] = str(e).splitlines()[0]
     natively[str(dt)] = torch_tpu.metrics()["fallbacks"] == before
 print(json.dumps({"errors": errors, "natively": natively}))
 """)

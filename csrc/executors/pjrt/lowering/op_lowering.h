@@ -395,6 +395,7 @@ std::vector<Tensor> lower_reflection_pad(OpContext& context);      // reflection
 std::vector<Tensor> lower_replication_pad(OpContext& context);     // replication_pad{1,2,3}d
 std::vector<Tensor> lower_avg_pool(OpContext& context);            // avg_pool{2,3}d (+ .out)
 std::vector<Tensor> lower_avg_pool_backward(OpContext& context);   // avg_pool{2,3}d_backward (+ grad_input)
+std::vector<Tensor> lower_adaptive_avg_pool_backward(OpContext& context);  // _adaptive_avg_pool{2,3}d_backward
 std::vector<Tensor> lower_adaptive_avg_pool(OpContext& context);   // _adaptive_avg_pool{2,3}d
 std::vector<Tensor> lower_upsample_nearest2d(OpContext& context);  // upsample_nearest2d (+ .vec)
 std::vector<Tensor> lower_upsample_bilinear2d(OpContext& context);  // upsample_bilinear2d (+ .vec)

@@ -210,6 +210,51 @@ Tensor adaptive_sum_along(FunctionBuilder& builder, const Tensor& x, size_t dim,
   return builder.op("stablehlo.concatenate", sums, x.dtype, shape, "dimension = " + std::to_string(dim) + " : i64");
 }
 
+// The windows of an adaptive pool's dimension: output o spans [floor(o * in / out),
+// ceil((o + 1) * in / out)).
+std::pair<std::vector<int64_t>, std::vector<int64_t>> adaptive_windows(int64_t in, int64_t outs) {
+  std::vector<int64_t> starts, ends;
+  for (int64_t o = 0; o < outs; ++o) {
+    starts.push_back(o * in / outs);
+    ends.push_back(((o + 1) * in + outs - 1) / outs);
+  }
+  return {starts, ends};
+}
+
+// The transpose of adaptive_sum_along: each of x's positions along `dim` added to every
+// position of its window in a dimension of size `in`.
+Tensor adaptive_spread_along(FunctionBuilder& builder, const Tensor& x, size_t dim, int64_t in,
+                             const std::vector<int64_t>& starts, const std::vector<int64_t>& ends) {
+  const int64_t outs = x.shape[dim];
+  std::vector<int64_t> shape = x.shape;
+  shape[dim] = in;
+  if (in % outs == 0) {  // disjoint windows of one size: each value repeated across its window
+    std::vector<int64_t> repeated = x.shape, dims;
+    repeated.insert(repeated.begin() + static_cast<std::ptrdiff_t>(dim) + 1, in / outs);
+    for (size_t d = 0; d < x.shape.size(); ++d) dims.push_back(static_cast<int64_t>(d <= dim ? d : d + 1));
+    return builder.reshape(builder.broadcast_in_dim(x, repeated, dims), shape);
+  }
+  Tensor sum = builder.zeros(x.dtype, shape);
+  const std::vector<int64_t> none(x.shape.size(), 0), steps(x.shape.size(), 1);
+  for (int64_t o = 0; o < outs; ++o) {
+    std::vector<int64_t> first(x.shape.size(), 0), limit = x.shape, one = x.shape;
+    first[dim] = o;
+    limit[dim] = o + 1;
+    one[dim] = 1;
+    const Tensor value = builder.op("stablehlo.slice", {x}, x.dtype, one,
+                                    "limit_indices = " + i64_array(limit) + ", start_indices = " +
+                                        i64_array(first) + ", strides = " + i64_array(steps));
+    std::vector<int64_t> window = x.shape, all(x.shape.size());
+    window[dim] = ends[static_cast<size_t>(o)] - starts[static_cast<size_t>(o)];
+    for (size_t d = 0; d < all.size(); ++d) all[d] = static_cast<int64_t>(d);
+    std::vector<int64_t> low = none, high = none;
+    low[dim] = starts[static_cast<size_t>(o)];
+    high[dim] = in - ends[static_cast<size_t>(o)];
+    sum = builder.binary("stablehlo.add", sum, builder.pad(builder.broadcast_in_dim(value, window, all), low, high, none));
+  }
+  return sum;
+}
+
 }  // namespace
 
 std::vector<Tensor> lower_adaptive_avg_pool(OpContext& context) {
@@ -229,12 +274,8 @@ std::vector<Tensor> lower_adaptive_avg_pool(OpContext& context) {
   for (size_t d = 0; d < spatial; ++d) {
     const int64_t in = x.shape[lead + d], outs = out.sizes[lead + d];
     if (outs <= 0) context.refuse("an empty output size");
-    std::vector<int64_t> starts, ends;
-    for (int64_t o = 0; o < outs; ++o) {
-      starts.push_back(o * in / outs);
-      ends.push_back(((o + 1) * in + outs - 1) / outs);
-      extents[d].push_back(ends.back() - starts.back());
-    }
+    const auto [starts, ends] = adaptive_windows(in, outs);
+    for (int64_t o = 0; o < outs; ++o) extents[d].push_back(ends[static_cast<size_t>(o)] - starts[static_cast<size_t>(o)]);
     sum = adaptive_sum_along(builder, sum, lead + d, starts, ends);
   }
   if (sum.shape != out.sizes) context.refuse("an output shape other than the pooling's");
@@ -244,6 +285,41 @@ std::vector<Tensor> lower_adaptive_avg_pool(OpContext& context) {
     sum = builder.binary("stablehlo.divide", sum, extent);
   }
   return {builder.convert(sum, out.dtype)};
+}
+
+// _adaptive_avg_pool2d/3d_backward(grad_output, self): each output position's gradient divided
+// by its window's extents in turn (as ATen's CPU kernel, gout / kh / kw), then added to every
+// input position of its window, one dimension at a time. float32 and float64; half precision
+// keeps the host round trip (ATen rounds each share as it adds it).
+std::vector<Tensor> lower_adaptive_avg_pool_backward(OpContext& context) {
+  const ir::TensorType& out = context.return_type(0);
+  if (out.dtype != DType::kFloat32 && out.dtype != DType::kFloat64) {
+    context.refuse("a gradient in " + ir::dtype_name(out.dtype) +
+                   " (ATen rounds each window's share as it adds it: not modelled)");
+  }
+  FunctionBuilder& builder = context.builder();
+  Tensor grad = builder.convert(context.tensor(0), out.dtype);
+  const std::vector<int64_t>& in = context.tensor_type(1).sizes;
+  const size_t spatial = context.op().starts_with("aten::_adaptive_avg_pool3d") ? 3 : 2;
+  const size_t rank = in.size();
+  if ((rank != spatial + 1 && rank != spatial + 2) || grad.shape.size() != rank || in != out.sizes) {
+    context.refuse("an input of that rank, or a gradient of another shape");
+  }
+  if (grad.numel() == 0 || out.numel() == 0) context.refuse("empty tensors");
+  const size_t lead = rank - spatial;
+  std::vector<std::pair<std::vector<int64_t>, std::vector<int64_t>>> windows;
+  for (size_t d = 0; d < spatial; ++d) {
+    windows.push_back(adaptive_windows(in[lead + d], grad.shape[lead + d]));
+    std::vector<int64_t> extents;
+    for (size_t o = 0; o < windows[d].first.size(); ++o) extents.push_back(windows[d].second[o] - windows[d].first[o]);
+    const Tensor extent = builder.broadcast_in_dim(vector_constant(builder, extents, out.dtype), grad.shape,
+                                                   {static_cast<int64_t>(lead + d)});
+    grad = builder.binary("stablehlo.divide", grad, extent);
+  }
+  for (size_t d = 0; d < spatial; ++d) {
+    grad = adaptive_spread_along(builder, grad, lead + d, in[lead + d], windows[d].first, windows[d].second);
+  }
+  return {grad};
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering

@@ -281,6 +281,9 @@ const std::unordered_map<std::string, OpLowering>& table() {
         {lower_adaptive_avg_pool,
          {"aten::_adaptive_avg_pool2d", "aten::_adaptive_avg_pool2d.out", "aten::_adaptive_avg_pool3d",
           "aten::_adaptive_avg_pool3d.out"}},
+        {lower_adaptive_avg_pool_backward,
+         {"aten::_adaptive_avg_pool2d_backward", "aten::_adaptive_avg_pool2d_backward.out",
+          "aten::_adaptive_avg_pool3d_backward", "aten::_adaptive_avg_pool3d_backward.out"}},
         // upsample.cpp
         {lower_upsample_nearest2d,
          {"aten::upsample_nearest2d", "aten::upsample_nearest2d.out", "aten::upsample_nearest2d.vec",
