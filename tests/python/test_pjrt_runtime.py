@@ -603,6 +603,38 @@ print(json.dumps({"errors": errors, "natively": natively}))
                                   "torch.bfloat16": False}, result
 
 
+def test_transposed_convolution_gradients_lower_natively():
+    # convolution_backward of a transposed convolution (the adjoint of an ordinary one): input,
+    # weight and bias gradients for strides, output_padding, dilation and groups in 1-d and 2-d,
+    # float32 and float64, against CPU with no host round trip.
+    result = run_json("""
+import torch.nn.functional as F
+errors = {}
+cases = [(3, 4, (2, 3, 5, 5), 3, 2, 1, 1, 1, 1), (3, 4, (2, 3, 5), 3, 1, 0, 0, 1, 1),
+         (4, 6, (2, 4, 6, 7), (3, 2), (2, 1), (1, 0), (1, 0), (1, 2), 2),
+         (4, 4, (1, 4, 5, 5), 3, 2, 1, 0, 1, 4), (2, 3, (2, 2, 4, 5), 4, 3, 2, 2, 2, 1)]
+for dt in (torch.float32, torch.float64):
+    for n, (cin, cout, shape, k, s, p, op, d, g) in enumerate(cases):
+        conv = F.conv_transpose1d if len(shape) == 3 else F.conv_transpose2d
+        kernel = (k,) * (len(shape) - 2) if isinstance(k, int) else k
+        x = torch.randn(shape, generator=torch.Generator().manual_seed(n)).to(dt)
+        w = torch.randn((cin, cout // g) + kernel, generator=torch.Generator().manual_seed(n + 9)).to(dt)
+        b = torch.randn(cout, generator=torch.Generator().manual_seed(n + 19)).to(dt)
+        def grads(device):
+            leaves = [t.to(device).requires_grad_() for t in (x, w, b)]
+            y = conv(*leaves, s, p, op, g, d)
+            gy = torch.randn(y.shape, generator=torch.Generator().manual_seed(7)).to(dt).to(device)
+            return [t.cpu() for t in torch.autograd.grad(y, leaves, gy)]
+        for i, (tpu, cpu) in enumerate(zip(grads("tpu"), grads("cpu"))):
+            try:
+                torch.testing.assert_close(tpu, cpu)
+            except AssertionError as e:
+                errors[f"{dt} {n} {i}"] = str(e).splitlines()[0]
+print(json.dumps({"errors": errors, "fallbacks": torch_tpu.metrics()["fallbacks"]}))
+""")
+    assert result["errors"] == {} and result["fallbacks"] == {}, result
+
+
 @pytest.mark.parametrize("mode", ["strict", "fused"])
 def test_empty_tensors(mode):
     result = run_json(f"""

@@ -164,17 +164,93 @@ std::vector<Tensor> lower_convolution(OpContext& context) {
   return {builder.convert(y, out.dtype)};
 }
 
+namespace {
+
+// A convolution's stride, padding and dilation, one value per spatial dimension.
+struct ConvolutionWindow {
+  std::vector<int64_t> stride, padding, dilation;
+};
+
+// The weight gradient [O, C/g, k...] of an ordinary convolution of `input` [N, C, ...] whose
+// output gradient is `grad` [N, O, ...]: the input's channels are the batch and its batch the
+// features; grad's batch is the kernel's input features and its channels the output features.
+Tensor ordinary_grad_weight(FunctionBuilder& builder, Tensor input, const Tensor& grad,
+                            const std::vector<int64_t>& weight_shape, const ConvolutionWindow& window,
+                            int64_t groups) {
+  const size_t rank = input.shape.size(), spatial = rank - 2;
+  ConvolutionSpec spec;
+  spec.lhs_layout = layout("f", "b", spatial);
+  spec.rhs_layout = layout("i", "o", spatial);
+  spec.out_layout = layout("f", "b", spatial);
+  spec.window_strides = window.dilation;
+  spec.lhs_dilation.assign(spatial, 1);
+  spec.rhs_dilation = window.stride;
+  spec.batch_groups = groups;
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t covered = (weight_shape[d + 2] - 1) * window.dilation[d] + (grad.shape[d + 2] - 1) * window.stride[d] + 1;
+    int64_t high = covered - input.shape[d + 2] - window.padding[d];
+    if (high < 0) {
+      // Input elements no window reached: sliced off rather than negatively padded.
+      std::vector<int64_t> starts(rank, 0), limits = input.shape, steps(rank, 1), shape = input.shape;
+      limits[d + 2] = shape[d + 2] = input.shape[d + 2] + high;
+      input = builder.op("stablehlo.slice", {input}, input.dtype, shape,
+                         "limit_indices = " + i64_array(limits) + ", start_indices = " + i64_array(starts) +
+                             ", strides = " + i64_array(steps));
+      high = 0;
+    }
+    spec.padding.emplace_back(window.padding[d], high);
+  }
+  return convolve(builder, input, grad, weight_shape, spec);
+}
+
+// The input gradient [N, C_in, ...] of a transposed convolution with weight [C_in, C_out/g,
+// k...]: the ordinary convolution of `grad` [N, C_out, ...] by that weight read as [O, I/g]
+// (the transposed form is that convolution's adjoint). Rows of grad past the last window
+// (output_padding) are sliced off.
+Tensor transposed_grad_input(FunctionBuilder& builder, Tensor grad, const Tensor& weight,
+                             const std::vector<int64_t>& input_shape, const ConvolutionWindow& window,
+                             int64_t groups, OpContext& context) {
+  const size_t rank = grad.shape.size(), spatial = rank - 2;
+  ConvolutionSpec spec;
+  spec.lhs_layout = spec.out_layout = layout("b", "f", spatial);
+  spec.rhs_layout = layout("o", "i", spatial);
+  spec.window_strides = window.stride;
+  spec.lhs_dilation.assign(spatial, 1);
+  spec.rhs_dilation = window.dilation;
+  spec.feature_groups = groups;
+  for (size_t d = 0; d < spatial; ++d) {
+    const int64_t needed = (input_shape[d + 2] - 1) * window.stride[d] + window.dilation[d] * (weight.shape[d + 2] - 1) + 1;
+    int64_t high = needed - grad.shape[d + 2] - window.padding[d];
+    if (high < 0) {
+      std::vector<int64_t> starts(rank, 0), limits = grad.shape, steps(rank, 1), shape = grad.shape;
+      limits[d + 2] = shape[d + 2] = grad.shape[d + 2] + high;
+      grad = builder.op("stablehlo.slice", {grad}, grad.dtype, shape,
+                        "limit_indices = " + i64_array(limits) + ", start_indices = " + i64_array(starts) +
+                            ", strides = " + i64_array(steps));
+      high = 0;
+    }
+    if (window.padding[d] < 0) context.refuse("negative padding");
+    spec.padding.emplace_back(window.padding[d], high);
+  }
+  return convolve(builder, grad, weight, input_shape, spec);
+}
+
+}  // namespace
+
 // convolution_backward(grad_output, input, weight, bias_sizes?, stride, padding, dilation,
 // transposed, output_padding, groups, output_mask) -> (grad_input?, grad_weight?, grad_bias?)
 // of an ordinary convolution: grad_input is the transposed convolution of grad_output by the
 // weight; grad_weight convolves the input (its channels as the batch, batch_group_count =
 // groups) with grad_output as the kernel; grad_bias sums grad_output over all but its channels.
-// f32 and f64 only: half-precision and transposed forms stay on the host kernel.
+// Of a transposed convolution (the adjoint of the ordinary convolution of grad_output by the
+// weight): grad_input is that ordinary convolution, grad_weight its weight gradient with
+// grad_output as the input and the input as the output gradient. f32 and f64 only:
+// half-precision forms stay on the host kernel.
 std::vector<Tensor> lower_convolution_backward(OpContext& context) {
   const DType dtype = context.tensor_dtype(0);
   if (dtype != DType::kFloat32 && dtype != DType::kFloat64) context.refuse("dtype " + ir::dtype_name(dtype));
   if (context.tensor_dtype(1) != dtype || context.tensor_dtype(2) != dtype) context.refuse("operands of mixed dtypes");
-  if (context.arg(7).integer != 0) context.refuse("a transposed convolution's backward");
+  const bool transposed = context.arg(7).integer != 0;
   // The OpInfo sweep finds 3-d weight gradients beyond float32's tolerance (XLA's summation).
   if (context.tensor_type(1).sizes.size() == 5 && dtype == DType::kFloat32 &&
       !is_depthwise(context.tensor_type(2).sizes, context.arg(9).integer)) {
@@ -196,23 +272,34 @@ std::vector<Tensor> lower_convolution_backward(OpContext& context) {
   const int64_t groups = context.arg(9).integer;
   const std::vector<int64_t>& mask = context.arg(10).list;
   if (mask.size() != 3) context.refuse("an output_mask of another length");
-  if (groups <= 0 || input.shape[1] != weight.shape[1] * groups || weight.shape[0] % groups != 0) {
+  const ConvolutionWindow window = {stride, padding, dilation};
+  std::vector<Tensor> results;
+  if (transposed) {
+    // Weight [C_in, C_out/g, k...]: the adjoint of the ordinary convolution of grad by it.
+    if (groups <= 0 || weight.shape[0] != input.shape[1] || grad.shape[1] != weight.shape[1] * groups ||
+        input.shape[1] % groups != 0) {
+      context.refuse("groups inconsistent with the operands");
+    }
+    if (mask[0] != 0) results.push_back(transposed_grad_input(builder, grad, weight, input.shape, window, groups, context));
+    if (mask[1] != 0) results.push_back(ordinary_grad_weight(builder, grad, input, weight.shape, window, groups));
+  }
+  if (!transposed &&
+      (groups <= 0 || input.shape[1] != weight.shape[1] * groups || weight.shape[0] % groups != 0)) {
     context.refuse("groups inconsistent with the operands");
   }
-  std::vector<Tensor> results;
-  const bool depthwise = is_depthwise(weight.shape, groups);
+  const bool depthwise = !transposed && is_depthwise(weight.shape, groups);
   if (depthwise) {
     // Summed in f64 for float32 and rounded once, as the forward.
     const auto wide = [&](const Tensor& t) { return builder.convert(t, DType::kFloat64); };
-    const DepthwiseWindow window = {stride, padding, dilation};
+    const DepthwiseWindow taps = {stride, padding, dilation};
     if (mask[0] != 0) {
-      results.push_back(builder.convert(depthwise_grad_input(builder, wide(grad), wide(weight), window, input.shape), dtype));
+      results.push_back(builder.convert(depthwise_grad_input(builder, wide(grad), wide(weight), taps, input.shape), dtype));
     }
     if (mask[1] != 0) {
-      results.push_back(builder.convert(depthwise_grad_weight(builder, wide(grad), wide(input), window, weight.shape), dtype));
+      results.push_back(builder.convert(depthwise_grad_weight(builder, wide(grad), wide(input), taps, weight.shape), dtype));
     }
   }
-  if (mask[0] != 0 && !depthwise) {
+  if (mask[0] != 0 && !depthwise && !transposed) {
     ConvolutionSpec spec;
     spec.lhs_layout = spec.out_layout = layout("b", "f", spatial);
     spec.rhs_layout = groups == 1 ? layout("i", "o", spatial) : layout("o", "i", spatial);
@@ -232,32 +319,8 @@ std::vector<Tensor> lower_convolution_backward(OpContext& context) {
     const Tensor kernel = groups == 1 ? reversed : regrouped_kernel(builder, reversed, groups);
     results.push_back(convolve(builder, grad, kernel, input.shape, spec));
   }
-  if (mask[1] != 0 && !depthwise) {
-    ConvolutionSpec spec;
-    // The input's channels are the batch and its batch the features; grad_output's batch is
-    // the kernel's input features and its channels the output features: [O, C/g, k...].
-    spec.lhs_layout = layout("f", "b", spatial);
-    spec.rhs_layout = layout("i", "o", spatial);
-    spec.out_layout = layout("f", "b", spatial);
-    spec.window_strides = dilation;
-    spec.lhs_dilation.assign(spatial, 1);
-    spec.rhs_dilation = stride;
-    spec.batch_groups = groups;
-    for (size_t d = 0; d < spatial; ++d) {
-      const int64_t covered = (weight.shape[d + 2] - 1) * dilation[d] + (grad.shape[d + 2] - 1) * stride[d] + 1;
-      int64_t high = covered - input.shape[d + 2] - padding[d];
-      if (high < 0) {
-        // Input elements no window reached: sliced off rather than negatively padded.
-        std::vector<int64_t> starts(rank, 0), limits = input.shape, steps(rank, 1), shape = input.shape;
-        limits[d + 2] = shape[d + 2] = input.shape[d + 2] + high;
-        input = builder.op("stablehlo.slice", {input}, dtype, shape,
-                           "limit_indices = " + i64_array(limits) + ", start_indices = " + i64_array(starts) +
-                               ", strides = " + i64_array(steps));
-        high = 0;
-      }
-      spec.padding.emplace_back(padding[d], high);
-    }
-    results.push_back(convolve(builder, input, grad, weight.shape, spec));
+  if (mask[1] != 0 && !depthwise && !transposed) {
+    results.push_back(ordinary_grad_weight(builder, input, grad, weight.shape, window, groups));
   }
   if (mask[2] != 0) {
     std::vector<int64_t> dims;
