@@ -10,7 +10,7 @@
 // emulates it at many times f32's cost, and would rather take XLA's f32 order.) Refused: operands of another dtype than the output, negative padding
 // of a transposed form (padding > dilation * (k - 1)), and a half-precision transposed form
 // (ATen's col2im rounds partial sums to the dtype: about a third of the elements differ).
-// convolution_backward of an ordinary convolution in f32 and f64 (below). Depthwise forms are
+// convolution_backward of ordinary and transposed convolutions in f32 and f64 (below). Depthwise forms are
 // tap sums (depthwise_convolution.h), which XLA's CPU backend does not expand to dense.
 #include "executors/pjrt/lowering/depthwise_convolution.h"
 #include "executors/pjrt/lowering/op_lowering.h"
