@@ -166,6 +166,16 @@ std::vector<Tensor> lower_convolution(OpContext& context) {
 
 namespace {
 
+// `x` without its last `count` positions along `dim`.
+Tensor without_last(FunctionBuilder& builder, const Tensor& x, size_t dim, int64_t count) {
+  const size_t rank = x.shape.size();
+  std::vector<int64_t> starts(rank, 0), limits = x.shape, steps(rank, 1);
+  limits[dim] -= count;
+  return builder.op("stablehlo.slice", {x}, x.dtype, limits,
+                    "limit_indices = " + i64_array(limits) + ", start_indices = " + i64_array(starts) +
+                        ", strides = " + i64_array(steps));
+}
+
 // A convolution's stride, padding and dilation, one value per spatial dimension.
 struct ConvolutionWindow {
   std::vector<int64_t> stride, padding, dilation;
@@ -191,11 +201,7 @@ Tensor ordinary_grad_weight(FunctionBuilder& builder, Tensor input, const Tensor
     int64_t high = covered - input.shape[d + 2] - window.padding[d];
     if (high < 0) {
       // Input elements no window reached: sliced off rather than negatively padded.
-      std::vector<int64_t> starts(rank, 0), limits = input.shape, steps(rank, 1), shape = input.shape;
-      limits[d + 2] = shape[d + 2] = input.shape[d + 2] + high;
-      input = builder.op("stablehlo.slice", {input}, input.dtype, shape,
-                         "limit_indices = " + i64_array(limits) + ", start_indices = " + i64_array(starts) +
-                             ", strides = " + i64_array(steps));
+      input = without_last(builder, input, d + 2, -high);
       high = 0;
     }
     spec.padding.emplace_back(window.padding[d], high);
@@ -222,11 +228,7 @@ Tensor transposed_grad_input(FunctionBuilder& builder, Tensor grad, const Tensor
     const int64_t needed = (input_shape[d + 2] - 1) * window.stride[d] + window.dilation[d] * (weight.shape[d + 2] - 1) + 1;
     int64_t high = needed - grad.shape[d + 2] - window.padding[d];
     if (high < 0) {
-      std::vector<int64_t> starts(rank, 0), limits = grad.shape, steps(rank, 1), shape = grad.shape;
-      limits[d + 2] = shape[d + 2] = grad.shape[d + 2] + high;
-      grad = builder.op("stablehlo.slice", {grad}, grad.dtype, shape,
-                        "limit_indices = " + i64_array(limits) + ", start_indices = " + i64_array(starts) +
-                            ", strides = " + i64_array(steps));
+      grad = without_last(builder, grad, d + 2, -high);
       high = 0;
     }
     if (window.padding[d] < 0) context.refuse("negative padding");
