@@ -23,6 +23,9 @@ def sweep_arguments(description: str, items_flag: str, items_help: str,
     parser.add_argument(items_flag, dest="items", help=f"comma-separated {items_help} "
                         "(overrides --tier)")
     parser.add_argument("--timeout", type=float, default=timeout, help="seconds per item")
+    parser.add_argument("--max-samples", type=int, default=None,
+                        help="at most this many sample inputs per (item, dtype) (OpInfo; the PJRT "
+                        "CI tiers use it: each sample compiles programs of its own)")
     parser.add_argument("--check", action="store_true",
                         help="compare with the committed report; exit 1 on regressions")
     parser.add_argument("--merge", action="store_true",
@@ -133,7 +136,8 @@ def run_with_progress(worker: str, items: list[str], args: argparse.Namespace, u
             records.extend(results if results is not None else [crash_record(item, failure)])
             bar.set_postfix_str(item[:30])
             bar.update(1)
-        run_isolated(worker, items, child_env(args.mode, args.runtime), args.timeout, on_result)
+        run_isolated(worker, items, child_env(args.mode, args.runtime, args.max_samples),
+                     args.timeout, on_result)
     return records
 
 

@@ -95,10 +95,22 @@ def emit(event: dict) -> None:
     print(json.dumps(event), flush=True)
 
 
-def child_env(mode: str, runtime: str = "host") -> dict[str, str]:
-    """The environment for children: ours without TORCH_TPU_*/TPU_* settings, plus `mode` and
-    `runtime`."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("TORCH_TPU_", "TPU_"))}
+def child_env(mode: str, runtime: str = "host", max_samples: int | None = None) -> dict[str, str]:
+    """The environment for children: ours without TORCH_TPU_*/TPU_* settings, plus `mode`,
+    `runtime` and the sample cap (CONFORMANCE_MAX_SAMPLES, when given)."""
+    env = {k: v for k, v in os.environ.items()
+           if not k.startswith(("TORCH_TPU_", "TPU_")) and k != MAX_SAMPLES}
     env["TORCH_TPU_MODE"] = mode
     env["TORCH_TPU_RUNTIME"] = runtime
+    if max_samples is not None:
+        env[MAX_SAMPLES] = str(max_samples)
     return env
+
+
+# Children read the sample cap from this variable (None: every sample).
+MAX_SAMPLES = "CONFORMANCE_MAX_SAMPLES"
+
+
+def max_samples() -> int | None:
+    value = os.environ.get(MAX_SAMPLES)
+    return int(value) if value else None

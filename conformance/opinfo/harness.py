@@ -9,6 +9,7 @@ both sides). Samples that raise on CPU are left out (bad samples for this dtype 
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import traceback
 import zlib
 
@@ -17,6 +18,7 @@ import torch
 from ..comparison import (ERROR, PASS, SKIP, WRONG, compare, differentiable_outputs,
                           fallback_total, first_line, grads, leaves_requiring_grad, mark,
                           note_new_fallbacks, to_cpu)
+from ..isolated import max_samples
 from .known_failures import METADATA_ONLY
 
 # The dtypes the issue tracks, in report order.
@@ -114,7 +116,7 @@ def evaluate(op) -> list[DtypeResult]:
         torch.manual_seed(zlib.crc32(f"{name}/{dtype_name}".encode()))
         try:
             samples = op.sample_inputs("tpu", dtype, requires_grad=with_grad)
-            for sample in samples:
+            for sample in itertools.islice(samples, max_samples()):
                 run_sample(op, sample, with_grad, name in METADATA_ONLY, result)
         except Exception as error:  # noqa: BLE001 (making samples on tpu failed)
             mark(result, "forward", ERROR, f"making samples on tpu: {first_line(error)}")
