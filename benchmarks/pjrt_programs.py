@@ -2,8 +2,10 @@
 elementwise loop and on the demo's training step, with the host runtime's fused mode beside
 them; the compile time of a new op signature, cold and from the on-disk cache; the executable
 cache's hit rate in a steady training loop (target 100%). Each (runtime, mode) measures in a
-fresh process (the runtime is chosen at start-up), the same work in each. Prints the tables and
-writes benchmarks/results/pjrt_programs.json.
+fresh process (the runtime is chosen at start-up), the same work in each. With the CUDA plugin,
+PyTorch's own CUDA eager runs the same loop and step as the baseline. Prints each run's figures
+as it ends (a run cut short keeps the earlier ones), then the table, and writes
+benchmarks/results/pjrt_programs[_PLUGIN].json.
 
     python benchmarks/pjrt_programs.py [--plugin cpu|cuda|tpu|PATH] [--size 5000] [--iterations 50] [--steps 6]
 """
@@ -22,14 +24,14 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 # ---- measured in a child process ----
 
-def elementwise_loop_seconds(size, iterations, repeats):
+def elementwise_loop_seconds(device, size, iterations, repeats):
     import torch
 
     x_cpu = torch.randn(size, size)
-    x = x_cpu.to("tpu")
+    x = x_cpu.to(device)
     seconds = []
     for _ in range(repeats + 1):  # the first run compiles
-        torch.tpu.synchronize()
+        getattr(torch, device).synchronize()
         start = time.perf_counter()
         t = x
         for _ in range(iterations):
@@ -41,15 +43,22 @@ def elementwise_loop_seconds(size, iterations, repeats):
     return statistics.median(seconds[1:])
 
 
-def training_step_seconds(steps):
-    """Median step time after two warm-up steps, and the executable cache's counts over the
-    timed steps (a steady loop compiles nothing new: every lookup is a hit)."""
+def training_step_seconds(device, steps):
+    """Median step time after two warm-up steps, and (on tpu) the executable cache's counts over
+    the timed steps (a steady loop compiles nothing new: every lookup is a hit)."""
     import torch_tpu
     from torch_tpu.demo.train import TrainingStep
 
-    trainer = TrainingStep("tpu")
+    trainer = TrainingStep(device)
     for k in range(2):
         trainer.step(k)
+    if device != "tpu":
+        seconds = []
+        for k in range(2, 2 + steps):
+            start = time.perf_counter()
+            trainer.step(k)
+            seconds.append(time.perf_counter() - start)
+        return statistics.median(seconds), {"compiled": 0, "hits": 0, "hit_rate": None}
     before = torch_tpu.metrics()["programs"]
     seconds = []
     for k in range(2, 2 + steps):
@@ -87,8 +96,8 @@ def child(args):
     import torch_tpu
 
     torch_tpu.set_mode(args.mode)
-    result = {"loop_seconds": elementwise_loop_seconds(args.size, args.iterations, args.repeats)}
-    result["step_seconds"], result["steady_cache"] = training_step_seconds(args.steps)
+    result = {"loop_seconds": elementwise_loop_seconds(args.device, args.size, args.iterations, args.repeats)}
+    result["step_seconds"], result["steady_cache"] = training_step_seconds(args.device, args.steps)
     if args.signatures:
         result["signatures"] = new_signature_compile_seconds(args.signatures)
     print(json.dumps(result))
@@ -96,18 +105,21 @@ def child(args):
 
 # ---- the parent ----
 
-def measure(runtime, mode, args, signatures=0, cache_dir=None):
+def measure(runtime, mode, args, signatures=0, cache_dir=None, device="tpu"):
     env = {k: v for k, v in os.environ.items() if not k.startswith("TORCH_TPU_")}
     env["TORCH_TPU_RUNTIME"] = runtime
     if runtime == "pjrt":
         env["TORCH_TPU_PJRT_PLUGIN"] = args.plugin
     if cache_dir is not None:
         env["TORCH_TPU_PJRT_CACHE_DIR"] = cache_dir
-    command = [sys.executable, __file__, "--child", "--mode", mode, "--size", str(args.size),
+    command = [sys.executable, __file__, "--child", "--device", device, "--mode", mode, "--size", str(args.size),
                "--iterations", str(args.iterations), "--repeats", str(args.repeats),
                "--steps", str(args.steps), "--signatures", str(signatures)]
+    start = time.perf_counter()
     out = subprocess.run(command, env=env, capture_output=True, text=True, check=True)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    result = json.loads(out.stdout.strip().splitlines()[-1])
+    print(f"{device} {runtime} {mode} ({time.perf_counter() - start:.0f} s):", json.dumps(result), flush=True)
+    return result
 
 
 def main():
@@ -120,6 +132,7 @@ def main():
     parser.add_argument("--signatures", type=int, default=20)
     parser.add_argument("--child", action="store_true")
     parser.add_argument("--mode", default="strict")
+    parser.add_argument("--device", default="tpu", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args)
@@ -132,6 +145,8 @@ def main():
             "pjrt fused": measure("pjrt", "fused", args, 0, cache),
             "host fused": measure("host", "fused", args),
         }
+        if args.plugin == "cuda":
+            runs["torch cuda eager"] = measure("host", "strict", args, device="cuda")
     strict = runs["pjrt strict"]
     print(f"PJRT plugin {args.plugin!r}; elementwise loop ({args.size}x{args.size} float32, {args.iterations} x (+1, *2, -1), "
           f"median of {args.repeats}) and demo training step (median of {args.steps})")

@@ -9,9 +9,10 @@
 # pybind11, and jax-cuda13-pjrt or jax-cuda12-pjrt. It builds and installs torch_tpu against
 # that PyTorch (--no-build-isolation --no-deps), then runs on TORCH_TPU_PJRT_PLUGIN=cuda:
 #   smoke  the runtime and plugin reported, and ops against CPU (f32 matrix products in full f32)
-#   demo   the demo's training losses against CPU's, Strict and fused
 #   bench  benchmarks/pjrt_programs.py --plugin cuda: the elementwise loop and the demo's
-#          training step, PJRT Strict and fused, the host runtime's fused mode beside them
+#          training step, PJRT Strict and fused, the host runtime's fused mode and PyTorch's
+#          CUDA eager beside them
+#   demo   the demo's training losses against CPU's, Strict and fused
 #   tests  tests/python/test_pjrt_runtime.py (tests that check the CPU plugin's own name fail)
 # DEADLINE (seconds from the start) cuts every stage short to end by then; PLUGIN (default cuda)
 # and SKIP_BUILD=1 dry-run the stages elsewhere (PLUGIN=cpu on a machine with torch_tpu built).
@@ -86,6 +87,10 @@ print("programs", torch_tpu.metrics()["programs"])
 print("fallbacks", torch_tpu.metrics()["fallbacks"])
 EOF
 
+# BENCH_ARGS shortens the benchmark (e.g. "--repeats 2 --steps 4 --signatures 10").
+TAIL=30 stage bench 300 $PY benchmarks/pjrt_programs.py --plugin "$PLUGIN" ${BENCH_ARGS:-}
+cp -f benchmarks/results/pjrt_programs*.json "$LOGS/" 2>/dev/null
+
 stage demo 120 $PY - <<'EOF'
 import torch
 import torch_tpu
@@ -102,10 +107,6 @@ for mode in ("strict", "fused"):
 torch_tpu.set_mode("strict")
 print("fallbacks", torch_tpu.metrics()["fallbacks"])
 EOF
-
-# BENCH_ARGS shortens the benchmark (e.g. "--repeats 2 --steps 4 --signatures 10").
-TAIL=30 stage bench 240 $PY benchmarks/pjrt_programs.py --plugin "$PLUGIN" ${BENCH_ARGS:-}
-cp -f benchmarks/results/pjrt_programs*.json "$LOGS/" 2>/dev/null
 
 per_test_limit=$($PY -c 'import pytest_timeout' 2>/dev/null && echo --timeout=120)
 TAIL=45 stage tests 600 env TORCH_TPU_TEST_PJRT_PLUGIN="$PLUGIN" \
