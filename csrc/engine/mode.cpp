@@ -6,6 +6,7 @@
 
 #include <c10/util/Exception.h>
 
+#include "engine/modes/compiled_graph_mode.h"
 #include "engine/modes/debug_mode.h"
 #include "engine/modes/fused_mode.h"
 #include "engine/modes/strict_mode.h"
@@ -61,6 +62,13 @@ std::atomic<const ModePolicy*>& policy_slot() {
   return policy;
 }
 
+thread_local int t_compiled_graph_depth = 0;
+
+const ModePolicy& compiled_graph_policy() {
+  static const CompiledGraphMode policy;
+  return policy;
+}
+
 std::atomic<bool>& check_nans_slot() {
   static std::atomic<bool> enabled{env_is_one("TORCH_TPU_CHECK_NANS")};
   return enabled;
@@ -68,7 +76,16 @@ std::atomic<bool>& check_nans_slot() {
 
 }  // namespace
 
-const ModePolicy& current_policy() { return *policy_slot().load(std::memory_order_relaxed); }
+const ModePolicy& current_policy() {
+  if (t_compiled_graph_depth > 0) return compiled_graph_policy();
+  return process_policy();
+}
+
+const ModePolicy& process_policy() { return *policy_slot().load(std::memory_order_relaxed); }
+
+CompiledGraphScope::CompiledGraphScope() { ++t_compiled_graph_depth; }
+CompiledGraphScope::~CompiledGraphScope() { --t_compiled_graph_depth; }
+int compiled_graph_depth() { return t_compiled_graph_depth; }
 
 void set_mode(const std::string& name) {
   const ModePolicy& policy = parse_mode(name);

@@ -40,9 +40,26 @@ class ModePolicy {
   virtual bool host_runs_beside_worker() const { return true; }
 };
 
-// The current policy: the first call reads TORCH_TPU_MODE (a mode name), then
+// The current policy: the calling thread's compiled-graph policy while a CompiledGraphScope
+// lives on it, else the process's mode. The first call reads TORCH_TPU_MODE (a mode name), then
 // TPU_DEFER_AND_FUSE=1 (fused) and TPU_LAUNCH_BLOCKING=1 (debug). Thread-safe.
 const ModePolicy& current_policy();
+// The process's mode, whatever scope the calling thread is in.
+const ModePolicy& process_policy();
+
+// While one lives, the calling thread's ops are recorded as a compiled graph's
+// (engine/modes/compiled_graph_mode.h), whatever the process's mode; other threads keep it.
+// Scopes nest. Ending one flushes nothing: the caller flushes the streams the graph used, so
+// that its ops end one program.
+class CompiledGraphScope {
+ public:
+  CompiledGraphScope();
+  ~CompiledGraphScope();
+  CompiledGraphScope(const CompiledGraphScope&) = delete;
+  CompiledGraphScope& operator=(const CompiledGraphScope&) = delete;
+};
+// How many CompiledGraphScopes live on the calling thread.
+int compiled_graph_depth();
 // Selects the mode named `name` (or one of its aliases); throws c10::ValueError listing the
 // accepted names otherwise. Callers synchronize the chips first (pending work belongs to the
 // old mode).

@@ -39,10 +39,12 @@ from ._modes import (  # noqa: E402
 from ._shutdown import install as _install_shutdown_hook  # noqa: E402
 from .distributed import register as _register_tpu_dist  # noqa: E402
 from ._torch_patches import install as _install_torch_patches  # noqa: E402
+from .compiler.registration import install as _install_compiler  # noqa: E402
 from . import _runtime, _saved_recipes  # noqa: E402
 
 _register_tpu_dist()
 _install_torch_patches()
+_install_compiler()
 _runtime.select_from_environment()
 
 _install_shutdown_hook()

@@ -1,0 +1,253 @@
+"""torch.compile on tpu: ``backend="tpu"`` and the default backend, every execution mode, against
+PyTorch's CPU results (and eager tpu); graph breaks; the program cache shared with fused eager
+mode; compile and recompile counts; and that CPU's torch.compile is left alone."""
+
+import copy
+
+import pytest
+import torch
+import torch._dynamo
+import torch.nn.functional as F
+
+import torch_tpu
+from conftest import assert_tpu_close, cpu_and_tpu, run_python_ok
+from torch_tpu.compiler import compile_metrics, reset_compile_metrics
+from torch_tpu.demo.llama import Llama, LlamaConfig
+from torch_tpu.demo.train import make_batch
+
+
+@pytest.fixture(autouse=True)
+def _fresh_dynamo():
+    torch._dynamo.reset()
+    reset_compile_metrics()
+    yield
+    torch._dynamo.reset()
+
+
+def mlp(seed=0):
+    torch.manual_seed(seed)
+    return torch.nn.Sequential(
+        torch.nn.Linear(32, 64), torch.nn.GELU(), torch.nn.LayerNorm(64),
+        torch.nn.Linear(64, 64), torch.nn.ReLU(), torch.nn.Linear(64, 10))
+
+
+def train_steps(model, batches, steps, compiled):
+    """Losses and final parameters of `steps` AdamW steps on `batches` (each on the model's
+    device), with the forward and loss compiled for tpu when `compiled`."""
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+
+    def loss_of(x, y):
+        return F.cross_entropy(model(x), y)
+
+    step_loss = torch.compile(loss_of, backend="tpu") if compiled else loss_of
+    losses = []
+    for k in range(steps):
+        x, y = batches[k % len(batches)]
+        loss = step_loss(x, y)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.detach())
+    return [loss.cpu() for loss in losses], [p.detach().cpu() for p in model.parameters()]
+
+
+def mlp_batches(device, count=3):
+    generator = torch.Generator().manual_seed(1)
+    batches = [(torch.randn(16, 32, generator=generator),
+                torch.randint(0, 10, (16,), generator=generator)) for _ in range(count)]
+    return [(x.to(device), y.to(device)) for x, y in batches]
+
+
+def test_compiled_mlp_forward_equals_cpu_and_eager_tpu(mode):
+    model_cpu = mlp()
+    model = copy.deepcopy(model_cpu).tpu()
+    x_cpu, x = cpu_and_tpu(16, 32)
+    compiled = torch.compile(model, backend="tpu")
+    out = compiled(x)
+    assert out.device.type == "tpu"
+    assert_tpu_close(out, model_cpu(x_cpu))
+    torch.testing.assert_close(out.cpu(), model(x).cpu())
+    assert compile_metrics()["graphs_compiled"] == 1
+
+
+def test_compiled_mlp_training_steps_equal_cpu(mode):
+    model_cpu = mlp()
+    model = copy.deepcopy(model_cpu).tpu()
+    losses_cpu, params_cpu = train_steps(model_cpu, mlp_batches("cpu"), 4, compiled=False)
+    losses, params = train_steps(model, mlp_batches("tpu"), 4, compiled=True)
+    torch.testing.assert_close(losses, losses_cpu)
+    torch.testing.assert_close(params, params_cpu)
+    counts = compile_metrics()
+    # One Dynamo graph, split by aot_autograd into a forward and a backward graph.
+    assert counts["graphs_compiled"] == 1 and counts["aten_graphs"] == 2
+    assert counts["recompiles"] == 0
+    assert counts["graph_runs"] == 8
+
+
+def test_a_steady_training_loop_compiles_nothing_new_and_hits_the_program_cache():
+    torch_tpu.set_mode("fused")
+    model = mlp().tpu()
+    batches = mlp_batches("tpu")
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-2)
+    step_loss = torch.compile(lambda x, y: F.cross_entropy(model(x), y), backend="tpu")
+
+    def train(steps):
+        for k in range(steps):
+            x, y = batches[k % len(batches)]
+            loss = step_loss(x, y)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            loss.item()
+
+    train(3)  # warm-up: Dynamo traces once; the optimizer creates its state in step 1
+    torch.tpu.synchronize()
+    torch_tpu.reset_metrics()
+    train(6)
+    fusion = torch_tpu.metrics()["fusion"]
+    assert fusion["cache_misses"] == 0, fusion
+    assert fusion["cache_hits"] > 0, fusion
+    assert fusion["flushes"].get("compiled_graph", 0) == 12  # a forward and a backward a step
+    counts = compile_metrics()
+    assert counts["graphs_compiled"] == 1 and counts["recompiles"] == 0
+    assert counts["graph_runs"] == 18
+
+
+def test_a_graph_fused_eager_mode_planned_is_a_cache_hit():
+    torch_tpu.set_mode("fused")
+    x_cpu, x = cpu_and_tpu(64, 64)
+    torch.tpu.synchronize()  # the copy to tpu is a program of its own
+
+    def pointwise(t):
+        return torch.relu(t * 2.0 + 1.0)
+
+    eager = pointwise(x)
+    torch_tpu._C._flush_all("test")  # the eager ops as one program, as the graph will be
+    torch.tpu.synchronize()
+    torch_tpu.reset_metrics()
+    compiled = torch.compile(pointwise, backend="tpu")(x)
+    fusion = torch_tpu.metrics()["fusion"]  # before any copy to the host plans its own program
+    assert fusion["flushes"] == {"compiled_graph": 1}, fusion
+    assert fusion["cache_hits"] == 1 and fusion["cache_misses"] == 0, fusion
+    assert_tpu_close(compiled, pointwise(x_cpu))
+    torch.testing.assert_close(compiled.cpu(), eager.cpu())
+
+
+def test_graph_breaks_run_compiled_and_eager_pieces_correctly(mode):
+    def with_a_break(x, w):
+        h = torch.tanh(x @ w)
+        if h.sum().item() > 0:  # data-dependent: Dynamo breaks the graph here
+            h = h * 2
+        else:
+            h = h - 1
+        return F.softmax(h, dim=-1)
+
+    x_cpu, x = cpu_and_tpu(8, 16)
+    w_cpu, w = cpu_and_tpu(16, 16, seed=1)
+    compiled = torch.compile(with_a_break, backend="tpu")
+    assert_tpu_close(compiled(x, w), with_a_break(x_cpu, w_cpu))
+    assert_tpu_close(compiled(-x, w), with_a_break(-x_cpu, w_cpu))
+    explanation = torch._dynamo.explain(with_a_break)(x, w)
+    assert explanation.graph_break_count >= 1
+    assert explanation.graph_count >= 2
+
+
+def test_recompiles_are_counted_with_the_guard_that_failed():
+    def scaled(x):
+        return x * 3 + 1
+
+    compiled = torch.compile(scaled, backend="tpu", dynamic=False)
+    x_cpu, x = cpu_and_tpu(4, 8)
+    assert_tpu_close(compiled(x), scaled(x_cpu))
+    assert_tpu_close(compiled(x), scaled(x_cpu))
+    assert compile_metrics()["recompiles"] == 0
+    y_cpu, y = cpu_and_tpu(4, 8, dtype=torch.float64)
+    assert_tpu_close(compiled(y), scaled(y_cpu))
+    counts = compile_metrics()
+    assert counts["graphs_compiled"] == 2 and counts["recompiles"] == 1
+    assert "dtype" in counts["recompile_reasons"][0] or "float" in counts["recompile_reasons"][0]
+
+
+def test_explain_recompiles_prints_the_reason():
+    stderr_reasons = run_python_ok(
+        "import sys, torch, torch_tpu\n"
+        "f = torch.compile(lambda x: x + 1, backend='tpu', dynamic=False)\n"
+        "f(torch.ones(3, device='tpu')); f(torch.ones(3, device='tpu', dtype=torch.float64))\n"
+        "torch.tpu.synchronize()\n"
+        "print(torch_tpu.compiler.compile_metrics()['recompiles'])\n",
+        env={"TORCH_TPU_EXPLAIN_RECOMPILES": "1", "PYTHONUNBUFFERED": "1"})
+    assert stderr_reasons.strip().splitlines()[-1] == "1"
+
+
+def test_errors_in_compiled_code_name_the_op():
+    table = torch.nn.Embedding(10, 4).tpu()
+    compiled = torch.compile(lambda tokens: table(tokens).sum(), backend="tpu")
+    bad = torch.tensor([1, 12], device="tpu")
+    with pytest.raises(RuntimeError, match="index|out of range"):
+        compiled(bad).item()
+
+
+def demo_model_and_batch(device):
+    config = LlamaConfig(dim=64, n_layers=2, n_heads=4, hidden_dim=172, max_seq_len=32)
+    torch.manual_seed(0)
+    model = Llama(config)
+    tokens, targets = make_batch(torch.Generator().manual_seed(1), config, 4, 16)
+    return model.to(device), tokens.to(device), targets.to(device)
+
+
+@pytest.mark.parametrize("runtime_mode", ["strict", "fused"])
+def test_compiled_demo_decoder_forward_and_training_step_equal_cpu(runtime_mode):
+    torch_tpu.set_mode(runtime_mode)
+    model_cpu, tokens_cpu, targets_cpu = demo_model_and_batch("cpu")
+    model = copy.deepcopy(model_cpu).tpu()
+    tokens, targets = tokens_cpu.tpu(), targets_cpu.tpu()
+    compiled = torch.compile(model, backend="tpu")
+    logits, loss = compiled(tokens, targets)
+    logits_cpu, loss_cpu = model_cpu(tokens_cpu, targets_cpu)
+    assert_tpu_close(logits, logits_cpu, atol=2e-5, rtol=1e-4)
+    assert_tpu_close(loss, loss_cpu, atol=2e-5, rtol=1e-4)
+    loss.backward()
+    loss_cpu.backward()
+    for (name, p), p_cpu in zip(model.named_parameters(), model_cpu.parameters()):
+        assert_tpu_close(p.grad, p_cpu.grad, atol=5e-5, rtol=1e-3, msg=lambda m, n=name: f"{n}: {m}")
+    # Eager tpu gives the same forward.
+    _, eager_loss = model(tokens, targets)
+    torch.testing.assert_close(loss.cpu(), eager_loss.cpu(), atol=2e-5, rtol=1e-4)
+
+
+def test_device_interface_answers_for_the_tpu_chips():
+    from torch._dynamo.device_interface import get_interface_for_device
+    interface = get_interface_for_device("tpu")
+    assert interface.device_count() == torch.tpu.device_count()
+    assert interface.is_available()
+    assert interface.current_device() == torch.tpu.current_device()
+    assert interface.get_device_properties(0).total_memory > 0
+    interface.synchronize()
+
+
+def test_default_backend_compiles_tpu_graphs_in_a_fresh_process():
+    out = run_python_ok(
+        "import torch\n"
+        "model = torch.nn.Sequential(torch.nn.Linear(8, 8), torch.nn.ReLU())\n"
+        "x = torch.randn(4, 8)\n"
+        "expected = model(x)\n"
+        "compiled = torch.compile(model.to('tpu'))\n"
+        "got = compiled(x.to('tpu')).cpu()\n"
+        "torch.testing.assert_close(got, expected)\n"
+        "import torch_tpu\n"
+        "print(torch_tpu.compiler.compile_metrics()['graphs_compiled'])\n")
+    assert out.strip().splitlines()[-1] == "1"
+
+
+def test_cpu_torch_compile_still_goes_to_inductor_after_import():
+    out = run_python_ok(
+        "import torch, torch_tpu\n"
+        "from torch._dynamo.utils import counters\n"
+        "f = torch.compile(lambda x: torch.sin(x) * 2)\n"
+        "x = torch.randn(16)\n"
+        "torch.testing.assert_close(f(x), torch.sin(x) * 2)\n"
+        "print(torch_tpu.compiler.compile_metrics()['graphs_compiled'],"
+        " counters['inductor']['fxgraph_cache_miss'] + counters['inductor']['fxgraph_cache_hit'])\n",
+        timeout=300)
+    ours, inductor_graphs = out.strip().splitlines()[-1].split()
+    assert ours == "0" and int(inductor_graphs) >= 1
