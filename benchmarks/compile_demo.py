@@ -22,7 +22,8 @@ import torch
 import torch._dynamo
 
 import torch_tpu
-from torch_tpu.demo.llama import Llama, LlamaConfig
+from demo_contenders import inference_block, trainer_for, training_block
+from torch_tpu.demo.llama import LlamaConfig
 from torch_tpu.demo.train import TrainingStep, make_batch
 from paired_blocks import median_rate, median_speedup, time_rounds
 
@@ -30,59 +31,11 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CONTENDERS = ["inductor", "tpu_compiled", "fused", "strict"]
 
 
-def use_mode(contender):
-    torch_tpu.set_mode("fused" if contender == "fused" else "strict")
-
-
-def device_of(contender):
-    return "cpu" if contender == "inductor" else "tpu"
-
-
-def backend_of(contender):
-    return {"inductor": "inductor", "tpu_compiled": "tpu"}.get(contender)
-
-
-def training_block(contender, steps):
-    use_mode(contender)
-    trainer = TrainingStep(device_of(contender))
-    if backend_of(contender):
-        trainer.model = torch.compile(trainer.model, backend=backend_of(contender))
-    counter = [0]
-
-    def run():
-        use_mode(contender)
-        for _ in range(steps):
-            trainer.step(counter[0])
-            counter[0] += 1
-        torch_tpu.set_mode("strict")
-    return run, trainer
-
-
-def inference_block(contender, config, inputs, iterations):
-    use_mode(contender)
-    torch.manual_seed(0)
-    model = Llama(config).to(device_of(contender))
-    if backend_of(contender):
-        model = torch.compile(model, backend=backend_of(contender))
-    tokens = inputs.to(device_of(contender))
-
-    def run():
-        use_mode(contender)
-        with torch.no_grad():
-            for _ in range(iterations):
-                model(tokens).cpu()
-        torch_tpu.set_mode("strict")
-    return run
-
-
 def first_step_seconds(contender):
     """Seconds of the first training step from a fresh Dynamo: for a compiled contender its
     trace and compile, for an eager one the eager step it is compared with."""
     torch._dynamo.reset()
-    use_mode(contender)
-    trainer = TrainingStep(device_of(contender))
-    if backend_of(contender):
-        trainer.model = torch.compile(trainer.model, backend=backend_of(contender))
+    trainer = trainer_for(contender)
     start = time.perf_counter()
     trainer.step(0)
     seconds = time.perf_counter() - start
@@ -104,7 +57,7 @@ def main():
 
     training = {}
     for name in CONTENDERS:
-        block, _ = training_block(name, args.steps)
+        block = training_block(name, args.steps)
         block()  # warm-up: Dynamo traces, programs compile, the optimizer makes its state
         training[name] = block
     torch_tpu.wait_for_kernel_compiles()

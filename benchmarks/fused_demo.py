@@ -34,56 +34,14 @@ import torch
 
 import torch_tpu
 from compute_floor import heavy_calls_of, seconds_per_replay
+from demo_contenders import inference_block, training_block, use_mode
 from torch_tpu.demo.llama import Llama, LlamaConfig
-from torch_tpu.demo.train import TrainingStep, make_batch
+from torch_tpu.demo.train import make_batch
 from paired_blocks import median_rate, median_speedup, time_rounds
 from two_core_capacity import describe, two_thread_throughput
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CONTENDERS = ["cpu_eager", "inductor", "strict", "fused"]
-
-
-def use_mode(contender):
-    torch_tpu.set_mode("fused" if contender == "fused" else "strict")
-
-
-def device_of(contender):
-    return "cpu" if contender in ("cpu_eager", "inductor") else "tpu"
-
-
-def training_block(contender, steps):
-    """A callable training `steps` steps of a model of its own on `contender`."""
-    use_mode(contender)
-    trainer = TrainingStep(device_of(contender))
-    if contender == "inductor":
-        trainer.model = torch.compile(trainer.model, backend="inductor")
-    counter = [0]
-
-    def run():
-        use_mode(contender)
-        for _ in range(steps):
-            trainer.step(counter[0])
-            counter[0] += 1
-        torch_tpu.set_mode("strict")
-    return run
-
-
-def inference_block(contender, config, inputs, iterations):
-    """A callable running `iterations` forwards (logits read back) on `contender`."""
-    use_mode(contender)
-    torch.manual_seed(0)
-    model = Llama(config).to(device_of(contender))
-    if contender == "inductor":
-        model = torch.compile(model, backend="inductor")
-    tokens = inputs.to(device_of(contender))
-
-    def run():
-        use_mode(contender)
-        with torch.no_grad():
-            for _ in range(iterations):
-                model(tokens).cpu()
-        torch_tpu.set_mode("strict")
-    return run
 
 
 def peak_training_memory(contender, steps):

@@ -111,14 +111,15 @@ def training_step(model, inputs):
     return loss.detach(), grads, [p.detach() for p in model.parameters()]
 
 
-def evaluate(model_type: str, on_stage=lambda stage: None) -> dict:
+def evaluate(model_type: str, on_stage=lambda stage: None, compile_backend: str | None = None) -> dict:
     """The record of `model_type`; on_stage("cpu"/"tpu") is told as the run moves on, so a
-    parent can tell a CPU-side crash from a tpu one."""
+    parent can tell a CPU-side crash from a tpu one. `compile_backend`: the tpu model runs
+    under torch.compile with this backend (CPU's reference stays eager)."""
     record = {"model": model_type, "class": "", "kind": "", "forward": None, "train": None,
               "status": CPU_ERROR, "message": "", "seconds": 0.0, "fallback_ops": []}
     started = time.monotonic()
     try:
-        record.update(run(model_type, record, on_stage))
+        record.update(run(model_type, record, on_stage, compile_backend))
     except Exception as error:  # noqa: BLE001 (the harness must record, not crash)
         traceback.print_exc()  # the whole story on stderr; the record keeps the first line
         record.update(status=ERROR, message="harness: " + first_line(error))
@@ -144,7 +145,7 @@ def build_on_cpu(model_type: str):
     raise first_error
 
 
-def run(model_type: str, record: dict, on_stage) -> dict:
+def run(model_type: str, record: dict, on_stage, compile_backend: str | None = None) -> dict:
     # CPU first: anything failing here says nothing about tpu.
     on_stage("cpu")
     try:
@@ -170,7 +171,8 @@ def run(model_type: str, record: dict, on_stage) -> dict:
     on_stage("tpu")
     fallbacks_before = fallback_counts()
     try:
-        return run_on_tpu(initial, inputs, expected, noise, expected_step, step_noise)
+        return run_on_tpu(initial, inputs, expected, noise, expected_step, step_noise,
+                          compile_backend)
     finally:
         after = fallback_counts()
         record["fallback_ops"] = sorted(op for op, count in after.items()
@@ -185,11 +187,17 @@ def fallback_counts() -> dict[str, int]:
     return dict(torch_tpu.metrics()["fallbacks"])
 
 
-def run_on_tpu(initial, inputs, expected, noise, expected_step, step_noise) -> dict:
+def on_tpu(initial, compile_backend: str | None):
+    model = copy.deepcopy(initial).to("tpu")
+    return model if compile_backend is None else torch.compile(model, backend=compile_backend)
+
+
+def run_on_tpu(initial, inputs, expected, noise, expected_step, step_noise,
+               compile_backend: str | None = None) -> dict:
     tpu_inputs = to_device(inputs, "tpu")
     outcome = {"status": PASS, "forward": PASS}
     try:
-        actual = forward(copy.deepcopy(initial).to("tpu"), tpu_inputs)
+        actual = forward(on_tpu(initial, compile_backend), tpu_inputs)
         torch.tpu.synchronize()
     except Exception as error:  # noqa: BLE001
         return {"status": ERROR, "forward": ERROR, "message": "forward: " + first_line(error)}
@@ -200,7 +208,7 @@ def run_on_tpu(initial, inputs, expected, noise, expected_step, step_noise) -> d
     if expected_step is None:
         return outcome
     try:
-        loss, grads, weights = training_step(copy.deepcopy(initial).to("tpu"), tpu_inputs)
+        loss, grads, weights = training_step(on_tpu(initial, compile_backend), tpu_inputs)
         torch.tpu.synchronize()
     except Exception as error:  # noqa: BLE001
         return {**outcome, "status": ERROR, "train": ERROR, "message": "train: " + first_line(error)}

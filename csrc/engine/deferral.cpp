@@ -105,15 +105,15 @@ void flush_list(PendingList& list, const char* reason) {
 
 void set_program_runner(ProgramRunner* runner) { g_runner.store(runner); }
 
-void defer(runtime::Stream& stream, PendingOp op, bool program_boundary) {
+void defer(runtime::Stream& stream, PendingOp op, bool program_boundary, bool size_bounded) {
   PendingList& list = find_or_make(stream);
   bool full = false;
   {
     std::lock_guard<std::mutex> lock(list.mutex);
     list.ops.push_back(std::move(op));
     list.has_pending.store(true, std::memory_order_release);
-    full = list.ops.size() >= kMaxPendingOps ||
-           (program_boundary && list.ops.size() >= kSoftPendingOps);
+    full = size_bounded && (list.ops.size() >= kMaxPendingOps ||
+                            (program_boundary && list.ops.size() >= kSoftPendingOps));
   }
   if (full) flush_list(list, "size_bound");
 }

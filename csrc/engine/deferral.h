@@ -58,8 +58,11 @@ constexpr size_t kMaxPendingOps = 256;
 // it) flushes too ("size_bound"): the chip starts working while the host records more.
 constexpr size_t kSoftPendingOps = 32;
 
-// Holds `op` back on `stream`, flushing at the size bounds (thread-safe).
-void defer(runtime::Stream& stream, PendingOp op, bool program_boundary = false);
+// Holds `op` back on `stream`, flushing at the size bounds unless `size_bounded` is false (a
+// torch.compile graph's ops, which end one program at the graph's end whatever its size).
+// Thread-safe.
+void defer(runtime::Stream& stream, PendingOp op, bool program_boundary = false,
+           bool size_bounded = true);
 // Queues `task` on `stream` after the stream's pending ops: held back behind them if it has
 // any (run by whatever the program runner plans), else queued at once.
 void enqueue_after_pending(runtime::Stream& stream, const char* op_name, runtime::Task task);

@@ -10,6 +10,7 @@ namespace torch_tpu::engine {
 namespace {
 
 std::atomic<IssueSiteReader> g_reader{nullptr};
+thread_local const char* t_site_override = nullptr;
 
 std::atomic<bool>& record_slot() {
   static std::atomic<bool> enabled{[] {
@@ -28,8 +29,15 @@ void set_record_python_lines(bool enabled) { record_slot().store(enabled); }
 
 const char* current_issue_site() {
   if (!record_python_lines_enabled() && !current_policy().always_records_issue_sites()) return nullptr;
+  if (t_site_override != nullptr) return t_site_override;
   const IssueSiteReader reader = g_reader.load(std::memory_order_acquire);
   return reader != nullptr ? reader() : nullptr;
 }
+
+bool issue_sites_recorded() {
+  return record_python_lines_enabled() || current_policy().always_records_issue_sites();
+}
+
+void set_issue_site_override(const char* site) { t_site_override = site; }
 
 }  // namespace torch_tpu::engine

@@ -22,4 +22,12 @@ void set_record_python_lines(bool enabled);
 // Where the op being issued comes from, or null when not recording (or not known).
 const char* current_issue_site();
 
+// Whether ops issued now record their issue sites (Python lines enabled, or the process's mode
+// always records them).
+bool issue_sites_recorded();
+// Until cleared (null), the calling thread's ops are issued at `site` (interned, never freed),
+// whatever its Python stack says: a torch.compile graph's op names the line of the user's code
+// it was traced from, not the graph's generated code.
+void set_issue_site_override(const char* site);
+
 }  // namespace torch_tpu::engine

@@ -60,7 +60,8 @@ runtime::Stream& current_stream(int device) {
 void launch(int device, const char* op_name, runtime::Task task) {
   runtime::Stream& stream = current_stream(device);
   if (current_policy().defers_ops()) {
-    defer(stream, PendingOp{op_name, current_issue_site(), std::move(task), nullptr, {}});
+    defer(stream, PendingOp{op_name, current_issue_site(), std::move(task), nullptr, {}},
+          /*program_boundary=*/false, current_policy().bounds_program_size());
   } else {
     stream.enqueue(op_name, std::move(task), current_issue_site());
   }

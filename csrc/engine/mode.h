@@ -26,6 +26,9 @@ class ModePolicy {
   virtual bool defers_ops() const { return false; }
   // Allocate: a new buffer gets chip memory only when a task first reaches its bytes.
   virtual bool allocates_lazily() const { return false; }
+  // Defer: a stream's pending ops flush at the size bounds (engine/deferral.h), so that the
+  // chip starts on a long op stream while the host records the rest.
+  virtual bool bounds_program_size() const { return true; }
   // Flush: the end of a backward pass is a flush point (the backward graph becomes a program).
   virtual bool flushes_after_backward() const { return false; }
   // Autograd keeps recipes of cheap pointwise results instead of the results

@@ -19,7 +19,7 @@ void launch_described(int device, const char* op_name, runtime::Task task,
     // with lanes may fuse with the next one.
     const bool boundary = !host_waits_next && (description == nullptr || !description->may_fuse);
     defer(stream, PendingOp{op_name, current_issue_site(), std::move(task), std::move(description), {}},
-          boundary);
+          boundary, current_policy().bounds_program_size());
   } else {
     stream.enqueue(op_name, std::move(task), current_issue_site());
   }

@@ -2,6 +2,8 @@
 // Host -> chip copies are queued (pageable sources are staged first, so the caller may reuse
 // them at once); chip -> host copies wait for the chip unless they are non_blocking into
 // pinned memory, exactly as CUDA behaves.
+#include <array>
+
 #include <ATen/MemoryOverlap.h>
 #include <ATen/ops/empty.h>
 #include <ATen/ops/empty_strided.h>
@@ -13,6 +15,7 @@
 #include "engine/metrics.h"
 #include "executors/host/tensor_snapshot.h"
 #include "ops/copy.h"
+#include "ops/generic_kernel.h"
 #include "ops/host_copies.h"
 #include "ops/saved_recipes.h"
 #include "ops/task_ops.h"
@@ -90,35 +93,19 @@ void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
   }
 }
 
-// Opaque buffers (ops/host_copies.h): a whole-storage copy between tpu tensors of one dtype is
-// the executor's (on PJRT, the same immutable buffer in a second storage); anything else
-// round-trips through host copies.
+// Opaque buffers (ops/host_copies.h): a copy between tpu tensors of one chip is the op
+// `aten::copy_` of the generic kernel, so the executor runs it from the IR like any op (PJRT:
+// a lowering that writes a new buffer for the destination), deferred in fused mode and inside a
+// compiled graph's program; host copies carry the rest.
 void copy_opaque(const at::Tensor& src, const at::Tensor& dst) {
   if (is_tpu(src) && is_tpu(dst)) {
     TORCH_CHECK(src.device() == dst.device(),
                 "not supported yet: copies between tpu devices on the ",
                 engine::active_executor().name(), " executor");
-    const bool whole = src.scalar_type() == dst.scalar_type() && src.sizes() == dst.sizes() &&
-                       src.strides() == dst.strides() && src.storage_offset() == 0 &&
-                       dst.storage_offset() == 0 && src.is_contiguous() && !src.is_conj() &&
-                       !src.is_neg() && src.nbytes() == src.storage().nbytes() &&
-                       dst.nbytes() == dst.storage().nbytes();
-    if (whole) {
-      runtime::Stream& stream = engine::current_stream_flushed(dst.device().index(), "copy");
-      engine::translate_errors([&] {
-        engine::active_executor().copy_on_device(
-            reinterpret_cast<runtime::DeviceAddress>(src.storage().data()),
-            reinterpret_cast<runtime::DeviceAddress>(dst.storage().data()), dst.nbytes(), stream);
-      });
-      engine::count_op_launched();
-      return;
-    }
-    HostCopies copies;
-    const at::Tensor source = copies.cpu(src);
-    at::Tensor target = copies.cpu(dst);
-    target.copy_(source);
-    copies.note_written(dst, target);
-    copies.upload_written();
+    static const c10::OperatorHandle copy =
+        c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
+    const std::array<c10::IValue, 3> args{dst, src, false};
+    run_generic_kernel(copy, BoxedArgs(args.data(), args.size()));
   } else if (is_tpu(dst)) {
     write_to_opaque(src, dst);
   } else {

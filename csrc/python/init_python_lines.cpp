@@ -5,7 +5,9 @@
 
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <unordered_set>
 #include <vector>
 
@@ -98,6 +100,27 @@ void init_python_lines(py::module_& m) {
   engine::set_issue_site_reader(&read_issue_site);
   m.def("_record_python_lines_enabled", &engine::record_python_lines_enabled);
   m.def("_set_record_python_lines", &engine::set_record_python_lines);
+  m.def("_issue_sites_recorded", &engine::issue_sites_recorded);
+  // A compiled graph's node's source line ("file.py:12 in forward"), or None to read the stack.
+  m.def("_set_issue_site", [](const std::optional<std::string>& site) {
+    engine::set_issue_site_override(site ? intern(*site) : nullptr);
+  });
+  // The innermost of (file, line, function) frames, outermost first, that is user code (or
+  // the innermost frame when none is), as "file.py:12 in forward"; None for no frames.
+  m.def("_user_issue_site",
+        [](const std::vector<std::tuple<std::string, int, std::string>>& frames)
+            -> std::optional<std::string> {
+          if (frames.empty()) return std::nullopt;
+          auto chosen = frames.rbegin();
+          for (auto frame = frames.rbegin(); frame != frames.rend(); ++frame) {
+            if (!is_library_file(std::get<0>(*frame).c_str())) {
+              chosen = frame;
+              break;
+            }
+          }
+          return std::get<0>(*chosen) + ":" + std::to_string(std::get<1>(*chosen)) + " in " +
+                 std::get<2>(*chosen);
+        });
   m.def("_set_library_paths",
         [](std::vector<std::string> library, std::vector<std::string> user) {
           g_paths = LibraryPaths{std::move(library), std::move(user)};

@@ -1,7 +1,7 @@
 """Counters that prove what the backend did: ops launched, CPU fallbacks by op, host syncs by
 reason; and the size of the host thread's team."""
 
-from . import _C, _runtime
+from . import _C, _runtime, compiler
 
 
 def metrics() -> dict:
@@ -33,6 +33,11 @@ def metrics() -> dict:
     ``interpreted_kernel_runs`` (fused kernels the register loop interpreted; the rest of
     ``fused_kernels_run`` ran PyTorch's kernels on chunks).
 
+    ``compile``: torch.compile on tpu (:func:`torch_tpu.compiler.compile_metrics`): Dynamo
+    graphs compiled, recompiles and the guard that failed for each, Core ATen graphs made of
+    them and their runs. Their programs' cache hits and misses are counted under ``fusion``
+    (their flushes as ``compiled_graph``).
+
     ``host_team``: the OpenMP team the main thread runs the chip's kernels with while it waits
     for them (a host wait runs the queued work itself). ``policy`` is ``"auto"`` (the default:
     waits use a smaller team while other processes crowd its cores, and the full
@@ -44,8 +49,10 @@ def metrics() -> dict:
     every 100 ms; ``None`` before the first window)."""
     counters = _C._metrics()
     counters["runtime"] = _runtime.runtime_info()
+    counters["compile"] = compiler.compile_metrics()
     return counters
 
 
 def reset_metrics() -> None:
     _C._reset_metrics()
+    compiler.reset_compile_metrics()

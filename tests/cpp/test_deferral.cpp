@@ -91,6 +91,21 @@ TEST_F(DeferralTest, PastTheSoftBoundAProgramBoundaryFlushes) {
   EXPECT_EQ(count, static_cast<int>(kSoftPendingOps + 6));
 }
 
+TEST_F(DeferralTest, UnboundedOpsStayPendingPastBothBoundsUntilAFlush) {
+  runtime::Stream& s = stream(0);
+  int count = 0;
+  const size_t ops = 2 * kMaxPendingOps;
+  for (size_t i = 0; i < ops; ++i) {
+    defer(s, op("test::graph_op", [&] { ++count; }), /*program_boundary=*/true,
+          /*size_bounded=*/false);
+  }
+  EXPECT_TRUE(runner.reasons.empty());
+  flush(s, "compiled_graph");
+  EXPECT_EQ(runner.batch_sizes, (std::vector<size_t>{ops}));
+  s.synchronize();
+  EXPECT_EQ(count, static_cast<int>(ops));
+}
+
 TEST_F(DeferralTest, WorkAfterIssuedOpsFollowsTheLastPendingOp) {
   runtime::Stream& s = stream(0);
   std::vector<int> seen;

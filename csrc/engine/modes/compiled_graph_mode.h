@@ -15,6 +15,12 @@ class CompiledGraphMode final : public ModePolicy {
   const char* name() const override { return "compiled_graph"; }
   bool defers_ops() const override { return true; }
   bool allocates_lazily() const override { return true; }
+  // A graph is one program, however many ops it has: on PJRT, one module XLA fuses whole.
+  bool bounds_program_size() const override { return false; }
+  // Debug mode's graphs name each op's line of user code too.
+  bool always_records_issue_sites() const override {
+    return process_policy().always_records_issue_sites();
+  }
 };
 
 }  // namespace torch_tpu::engine

@@ -9,6 +9,7 @@ active executor as one program: its structure keys the executor's cache, shared 
 eager mode, so a graph is planned and compiled once and every later run is a cache hit."""
 
 import functools
+import re
 
 import torch
 
@@ -52,14 +53,76 @@ def _decompositions() -> dict:
 def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs):
     """aot_autograd's forward, backward and inference compiler: the graph runs as one program.
     The executor compiles the program when it first runs (its shapes are the inputs'), and
-    from its cache afterwards."""
-    stats.count_aten_graph()
+    from its cache afterwards. While issue sites are recorded (Debug mode,
+    ``set_record_python_lines``), each op is issued at the user's line it was traced from."""
+    graph_number = stats.count_aten_graph()
+    with_sites = _SiteNamingInterpreter(gm)
+    shapes = _ShapeSpecializations(graph_number, example_inputs)
 
     def run_as_program(args):
         stats.count_graph_run()
+        if shapes.symbolic:
+            shapes.note(args)
         with _C._CompiledGraphRegion():
+            if _C._issue_sites_recorded():
+                return with_sites.run(*args)
             return gm(*args)
 
     # Boxed: aot_autograd passes the argument list itself, which the graph may clear as it goes.
     run_as_program._boxed_call = True
     return run_as_program
+
+
+class _SiteNamingInterpreter(torch.fx.Interpreter):
+    """Runs a graph node by node, each op issued at the line of user code Dynamo traced it from
+    (its ``stack_trace``), so that an error raised at a later sync point names that line."""
+
+    def __init__(self, gm: torch.fx.GraphModule):
+        super().__init__(gm)
+        self._sites = {node: _user_site(node.meta.get("stack_trace")) for node in gm.graph.nodes}
+
+    def run_node(self, node):
+        _C._set_issue_site(self._sites.get(node))
+        try:
+            return super().run_node(node)
+        finally:
+            _C._set_issue_site(None)
+
+
+_FRAME_LINE = re.compile(r'File "([^"]+)", line (\d+), in (\S+)')
+
+
+def _user_site(stack_trace):
+    """``"file.py:12 in forward"`` for the innermost frame of user code in a node's stack trace
+    (as eager ops name theirs: torch's and torch_tpu's own frames are skipped), or None."""
+    frames = [(file, int(line), function)
+              for file, line, function in _FRAME_LINE.findall(stack_trace or "")]
+    return _C._user_issue_site(frames)
+
+
+class _ShapeSpecializations:
+    """A graph with symbolic shapes (``dynamic=True``, ``mark_dynamic``, or Dynamo's automatic
+    dynamic shapes) runs with concrete ones, and each distinct set of them is a program of its
+    own: the executors compile static shapes. Each new one is counted (and explained when
+    TORCH_TPU_EXPLAIN_RECOMPILES=1), and past a few a warning says so, rather than letting a
+    length sweep recompile silently."""
+
+    def __init__(self, graph_number: int, example_inputs):
+        self._graph_number = graph_number
+        self._positions = [k for k, value in enumerate(example_inputs) if _is_symbolic(value)]
+        self.symbolic = bool(self._positions)
+        self._seen = set()
+
+    def note(self, args) -> None:
+        key = tuple(tuple(args[k].shape) if isinstance(args[k], torch.Tensor) else args[k]
+                    for k in self._positions)
+        if key not in self._seen:
+            self._seen.add(key)
+            stats.count_shape_specialization(self._graph_number, key, len(self._seen))
+
+
+def _is_symbolic(value) -> bool:
+    if isinstance(value, torch.SymInt):
+        return True
+    return isinstance(value, torch.Tensor) and any(
+        isinstance(size, torch.SymInt) for size in value.shape)

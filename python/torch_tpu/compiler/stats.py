@@ -5,9 +5,13 @@ that changed). ``TORCH_TPU_EXPLAIN_RECOMPILES=1`` also prints each reason as it 
 import os
 import sys
 import threading
+import warnings
 
 _lock = threading.Lock()
-_counters = {"graphs_compiled": 0, "recompiles": 0, "aten_graphs": 0, "graph_runs": 0}
+_counters = {"graphs_compiled": 0, "recompiles": 0, "aten_graphs": 0, "graph_runs": 0,
+             "shape_specializations": 0}
+# A dynamic-shape graph warns once it has run with more distinct shapes than this.
+SHAPE_SPECIALIZATIONS_WARNED_AFTER = 4
 _recompile_reasons = []
 # Only the newest reasons are kept: a loop that recompiles every step must not grow memory.
 _MAX_REASONS = 64
@@ -15,9 +19,11 @@ _MAX_REASONS = 64
 
 def compile_metrics() -> dict:
     """``{"graphs_compiled": int, "recompiles": int, "recompile_reasons": [str], "aten_graphs":
-    int, "graph_runs": int}``: Dynamo graphs handed to the ``tpu`` backend, those that recompiled
-    a frame compiled before and why (newest last), the Core ATen graphs (forward and backward)
-    made of them, and how many times those ran."""
+    int, "graph_runs": int, "shape_specializations": int}``: Dynamo graphs handed to the ``tpu``
+    backend, those that recompiled a frame compiled before and why (newest last), the Core ATen
+    graphs (forward and backward) made of them, how many times those ran, and the distinct
+    concrete shapes graphs with symbolic shapes ran with (each a program of its own: shape
+    bucketing is not supported yet)."""
     with _lock:
         return {**_counters, "recompile_reasons": list(_recompile_reasons)}
 
@@ -34,9 +40,28 @@ def count_graph_run() -> None:
     _counters["graph_runs"] += 1
 
 
-def count_aten_graph() -> None:
+def count_aten_graph() -> int:
+    """Counts a new Core ATen graph; returns its number (for messages)."""
     with _lock:
         _counters["aten_graphs"] += 1
+        return _counters["aten_graphs"]
+
+
+def count_shape_specialization(graph_number: int, sizes: tuple, distinct: int) -> None:
+    """A graph with symbolic shapes ran with new concrete ones (`sizes`: its symbolic inputs'
+    sizes or values), the `distinct`-th set so far: its program compiles for them."""
+    with _lock:
+        _counters["shape_specializations"] += 1
+    if os.environ.get("TORCH_TPU_EXPLAIN_RECOMPILES") == "1":
+        print(f"torch_tpu: dynamic-shape graph {graph_number} compiles a program for new shapes "
+              f"{sizes}", file=sys.stderr, flush=True)
+    if distinct == SHAPE_SPECIALIZATIONS_WARNED_AFTER + 1:
+        warnings.warn(
+            f"torch_tpu: a graph with dynamic shapes (graph {graph_number}) has run with "
+            f"{distinct} distinct shapes, and each compiles a program of its own: shape "
+            "bucketing is not supported on tpu yet. Pad inputs to a few fixed sizes to bound "
+            "the compiles (compile_metrics()['shape_specializations'] counts them).",
+            stacklevel=3)
 
 
 def count_dynamo_graph() -> None:

@@ -17,7 +17,7 @@ import torch.nn.functional as F
 from torch.distributed.algorithms.ddp_comm_hooks import default_hooks
 from torch.nn.parallel import DistributedDataParallel as DDP
 
-from worker_utils import Ctx, Registry, expect_close, main
+from worker_utils import Ctx, Registry, compile_backend, expect_close, main
 
 checks = Registry()
 
@@ -76,9 +76,11 @@ def reference(ctx: Ctx, **model_kw) -> tuple[MLP, list[float]]:
 
 
 def train_ddp(ctx: Ctx, ddp_kw: dict | None = None, hook=None, hook_state=None,
-              model_kw: dict | None = None, convert_sync_bn: bool = False, phase: list | None = None):
+              model_kw: dict | None = None, convert_sync_bn: bool = False, phase: list | None = None,
+              compiled: bool = False):
     """DDP training of this rank's shard; returns (ddp model, per-step global losses).
-    ``phase``, if given, holds [step, micro] of the micro-batch being run (for hooks)."""
+    ``phase``, if given, holds [step, micro] of the micro-batch being run (for hooks).
+    ``compiled``: the DDP module runs under torch.compile (the device's backend)."""
     model_kw = model_kw or {}
     model = MLP(seed=100 + ctx.rank, **model_kw)  # different per rank on purpose
     if convert_sync_bn:
@@ -88,6 +90,7 @@ def train_ddp(ctx: Ctx, ddp_kw: dict | None = None, hook=None, hook_state=None,
     ddp = DDP(model, device_ids=device_ids, bucket_cap_mb=BUCKET_CAP_MB, **(ddp_kw or {}))
     if hook is not None:
         ddp.register_comm_hook(hook_state, hook)
+    forward = torch.compile(ddp, backend=compile_backend(ctx)) if compiled else ddp
     opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
     rows = slice(ctx.rank * BATCH, (ctx.rank + 1) * BATCH)
     losses = []
@@ -101,10 +104,10 @@ def train_ddp(ctx: Ctx, ddp_kw: dict | None = None, hook=None, hook_state=None,
             x, y = x[rows].to(ctx.device), y[rows].to(ctx.device)
             if micro < MICRO - 1:
                 with ddp.no_sync():
-                    loss = F.mse_loss(ddp(x), y) / MICRO
+                    loss = F.mse_loss(forward(x), y) / MICRO
                     loss.backward()
             else:
-                loss = F.mse_loss(ddp(x), y) / MICRO
+                loss = F.mse_loss(forward(x), y) / MICRO
                 loss.backward()
             local += loss.detach()
         opt.step()
@@ -129,6 +132,15 @@ def ddp_default_allreduce(ctx: Ctx) -> None:
     # DDP's step timer (a device's own, registered by the backend) fed its logging data.
     timings = ddp._get_ddp_logging_data()
     assert timings.get("avg_forward_compute_time", 0) > 0, f"no DDP timings: {timings}"
+
+
+@checks()
+def ddp_compiled(ctx: Ctx) -> None:
+    """torch.compile of the DDP module: Dynamo splits the graph at DDP's gradient buckets, so
+    the buckets' all-reduces run between compiled backward graphs."""
+    ref, ref_losses = reference(ctx)
+    ddp, losses = train_ddp(ctx, compiled=True)
+    compare(ctx, ddp, losses, ref, ref_losses, "compiled DDP")
 
 
 @checks()

@@ -16,7 +16,7 @@ from torch.distributed.fsdp import MixedPrecisionPolicy, fully_shard
 from torch.distributed.tensor import DTensor, Shard
 
 from tiny_models import Transformer, lm_loss, token_batch
-from worker_utils import Ctx, Registry, expect_close, main
+from worker_utils import Ctx, Registry, compile_backend, expect_close, main
 
 checks = Registry()
 
@@ -111,6 +111,16 @@ def fsdp2_train_sgd(ctx: Ctx) -> None:
     losses = train_fsdp(ctx, model, "sgd")
     assert_sharded(ctx, model)  # resharded after the steps
     compare(ctx, model, losses, ref, ref_losses, "FSDP2 SGD")
+
+
+@checks()
+def fsdp2_compiled(ctx: Ctx) -> None:
+    """torch.compile of an FSDP2 model: its all-gathers and reduce-scatters run between the
+    compiled graphs of the layers."""
+    ref, ref_losses = reference(ctx, "sgd")
+    model = shard(ctx, Transformer(seed=7).to(ctx.device))
+    losses = train_fsdp(ctx, torch.compile(model, backend=compile_backend(ctx)), "sgd")
+    compare(ctx, model, losses, ref, ref_losses, "compiled FSDP2")
 
 
 @checks()

@@ -61,6 +61,12 @@ def env_ctx() -> Ctx:
     return Ctx(rank, world, local_rank, BACKEND, DEVICE_TYPE, device)
 
 
+def compile_backend(ctx: Ctx) -> str:
+    """torch.compile's backend for this device: ``tpu`` on tpu; on the CPU reference,
+    aot_eager (the same Dynamo graphs and aot_autograd split, without Inductor's compile)."""
+    return "tpu" if ctx.device_type == "tpu" else "aot_eager"
+
+
 def setup(timeout_s: float = 60, bind_device: bool = False) -> Ctx:
     """The CUDA idiom: pick this rank's chip, then ``init_process_group`` over env://.
     ``timeout_s`` bounds every collective, so a broken backend fails the test, not CI.
