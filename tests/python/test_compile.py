@@ -335,3 +335,50 @@ def test_compiled_hugging_face_models_forward_and_train_as_cpu(model_type):
     assert record["status"] == harness.PASS, record
     assert record["train"] == harness.PASS, record
     assert compile_metrics()["graphs_compiled"] >= 2  # the eval forward, then the training one
+
+
+def tiny_causal_lm(model_type):
+    from transformers import AutoConfig, AutoModelForCausalLM
+    sizes = {"llama": dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                           num_attention_heads=4, num_key_value_heads=2,
+                           max_position_embeddings=64),
+             "gpt2": dict(n_embd=32, n_layer=2, n_head=4, n_positions=64)}[model_type]
+    config = AutoConfig.for_model(model_type, vocab_size=128, **sizes)
+    torch.manual_seed(0)
+    return AutoModelForCausalLM.from_config(config).eval()
+
+
+@pytest.mark.parametrize("model_type", ["llama", "gpt2"])
+def test_static_cache_generation_compiles_once_and_equals_cpu(model_type):
+    """transformers compiles a model's forward with backend="tpu" on tpu when it generates with
+    a static cache: greedy tokens equal CPU's, and a second generate compiles nothing."""
+    model_cpu = tiny_causal_lm(model_type)
+    model = copy.deepcopy(model_cpu).tpu()
+    prompt = torch.randint(0, 128, (2, 7), generator=torch.Generator().manual_seed(1))
+    options = dict(max_new_tokens=8, do_sample=False, cache_implementation="static",
+                   attention_mask=torch.ones_like(prompt), pad_token_id=0)
+    with torch.no_grad():
+        expected = model_cpu.generate(prompt, **options)
+        options["attention_mask"] = options["attention_mask"].tpu()
+        first = model.generate(prompt.tpu(), **options)
+        compiled = compile_metrics()
+        second = model.generate(prompt.tpu(), **options)
+    torch.testing.assert_close(first.cpu(), expected, rtol=0, atol=0)
+    torch.testing.assert_close(second.cpu(), expected, rtol=0, atol=0)
+    assert compiled["graphs_compiled"] >= 1 and compiled["graph_runs"] >= 7  # the decode steps
+    again = compile_metrics()
+    assert again["graphs_compiled"] == compiled["graphs_compiled"] and again["recompiles"] == 0
+
+
+def test_a_compiled_hugging_face_model_on_the_pjrt_runtime_forward_and_trains_as_cpu():
+    out = run_python_ok(f"""
+import json, sys
+sys.path.insert(0, {str(REPO)!r})
+from conformance.hf import harness
+record = harness.evaluate("bert", compile_backend="tpu")
+import torch_tpu
+print(json.dumps({{"record": record, "fallbacks": torch_tpu.metrics()["fallbacks"]}}))
+""", env={"TORCH_TPU_RUNTIME": "pjrt"}, timeout=300)
+    result = json.loads(out.strip().splitlines()[-1])
+    assert result["record"]["status"] == "pass" and result["record"]["train"] == "pass", result
+    assert result["fallbacks"] == {}, result["fallbacks"]
