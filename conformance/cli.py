@@ -12,9 +12,10 @@ REPORTS = os.path.normpath(os.path.join(os.path.dirname(__file__), "reports"))
 
 
 def sweep_arguments(description: str, items_flag: str, items_help: str,
-                    timeout: float | None) -> argparse.Namespace:
+                    timeout: float | None, compiles: bool = False) -> argparse.Namespace:
     """Parses --mode, --runtime, --tier, the item list flag (overriding --tier), --timeout and
-    --check; the item list is returned as args.items (None when not given)."""
+    --check, and for a sweep that `compiles` --compile; the item list is returned as args.items
+    (None when not given)."""
     parser = argparse.ArgumentParser(description=description)
     parser.add_argument("--mode", default="strict", choices=["strict", "debug", "fused"])
     parser.add_argument("--runtime", default="host", choices=["host", "pjrt"],
@@ -26,6 +27,9 @@ def sweep_arguments(description: str, items_flag: str, items_help: str,
     parser.add_argument("--max-samples", type=int, default=None,
                         help="at most this many sample inputs per (item, dtype) (OpInfo; the PJRT "
                         "CI tiers use it: each sample compiles programs of its own)")
+    if compiles:
+        parser.add_argument("--compile", metavar="BACKEND", default=None,
+                            help="run the tpu side under torch.compile with this backend (tpu)")
     parser.add_argument("--check", action="store_true",
                         help="compare with the committed report; exit 1 on regressions")
     parser.add_argument("--merge", action="store_true",
@@ -38,16 +42,18 @@ def sweep_arguments(description: str, items_flag: str, items_help: str,
     return args
 
 
-def report_name(sweep: str, mode: str, runtime: str = "host") -> str:
+def report_name(sweep: str, mode: str, runtime: str = "host", compiled: bool = False) -> str:
     """"opinfo" for Strict, "opinfo_debug" for Debug, ...; "opinfo_pjrt", "opinfo_pjrt_debug"
-    ... on the PJRT runtime."""
+    ... on the PJRT runtime; "hf_compiled" ... under torch.compile."""
     base = sweep if runtime == "host" else f"{sweep}_{runtime}"
+    base = f"{base}_compiled" if compiled else base
     return base if mode == "strict" else f"{base}_{mode}"
 
 
 def baseline_name(sweep: str, mode: str, runtime: str = "host") -> str:
     """The committed report --check compares with: the mode's own, except that fused mode must
-    pass everything Strict passes (fusion may not change what works)."""
+    pass everything Strict passes (fusion may not change what works). A compiled run is held to
+    the eager report (compiling may not change what works either)."""
     return report_name(sweep, "strict" if mode == "fused" else mode, runtime)
 
 

@@ -95,20 +95,26 @@ def emit(event: dict) -> None:
     print(json.dumps(event), flush=True)
 
 
-def child_env(mode: str, runtime: str = "host", max_samples: int | None = None) -> dict[str, str]:
+def child_env(mode: str, runtime: str = "host", max_samples: int | None = None,
+              compile_backend: str | None = None) -> dict[str, str]:
     """The environment for children: ours without TORCH_TPU_*/TPU_* settings, plus `mode`,
-    `runtime` and the sample cap (CONFORMANCE_MAX_SAMPLES, when given)."""
+    `runtime`, the sample cap (CONFORMANCE_MAX_SAMPLES) and the torch.compile backend
+    (CONFORMANCE_COMPILE_BACKEND), when given."""
     env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("TORCH_TPU_", "TPU_")) and k != MAX_SAMPLES}
+           if not k.startswith(("TORCH_TPU_", "TPU_")) and k not in (MAX_SAMPLES, COMPILE_BACKEND)}
     env["TORCH_TPU_MODE"] = mode
     env["TORCH_TPU_RUNTIME"] = runtime
     if max_samples is not None:
         env[MAX_SAMPLES] = str(max_samples)
+    if compile_backend is not None:
+        env[COMPILE_BACKEND] = compile_backend
     return env
 
 
 # Children read the sample cap from this variable (None: every sample).
 MAX_SAMPLES = "CONFORMANCE_MAX_SAMPLES"
+# Children of a sweep that compiles read torch.compile's backend from this variable.
+COMPILE_BACKEND = "CONFORMANCE_COMPILE_BACKEND"
 
 
 def max_samples() -> int | None:

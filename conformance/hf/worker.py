@@ -3,7 +3,9 @@
 import argparse
 import warnings
 
-from ..isolated import emit
+import os
+
+from ..isolated import COMPILE_BACKEND, emit
 
 
 def main():
@@ -26,7 +28,8 @@ def main():
         torch.set_default_dtype(torch.float32)
         torch.set_default_device(None)
         torch.set_grad_enabled(True)
-        record = evaluate(model_type, lambda stage: emit({"stage": stage}))
+        record = evaluate(model_type, lambda stage: emit({"stage": stage}),
+                          compile_backend=os.environ.get(COMPILE_BACKEND))
         emit({"item": model_type, "results": [record]})
 
 

@@ -63,9 +63,11 @@ def no_stray_frees():
     """For tests that compare the allocator's state across calls (block reuse, statistics, peaks):
     garbage earlier tests left in reference cycles is collected first, and the collector stays
     off during the test, so a collection cannot free tpu memory between two readings (CI saw a
-    block freed between memory_stats() and memory_allocated())."""
+    block freed between memory_stats() and memory_allocated()). The blocks earlier tests left
+    cached are given back too, so which block an allocation reuses depends on this test alone."""
     gc.collect()
     torch.tpu.synchronize()
+    torch.tpu.empty_cache()
     gc.disable()
     yield
     gc.enable()

@@ -166,7 +166,10 @@ def test_record_stream_defers_reuse_until_that_stream_has_run():
     early = torch.empty(512, 512, device="tpu")
     assert early.data_ptr() != address
     side.synchronize()
-    assert torch.empty(512, 512, device="tpu").data_ptr() == address
+    # Now the default stream may reuse it. Blocks of the same size that earlier tests left in
+    # partly used segments may be handed out first, so take a few.
+    taken = [torch.empty(512, 512, device="tpu") for _ in range(16)]
+    assert address in [t.data_ptr() for t in taken]
     assert_tpu_close(y, slow_chain(torch.ones(512, 512)))
 
 
