@@ -56,7 +56,8 @@ def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs):
     from its cache afterwards. While issue sites are recorded (Debug mode,
     ``set_record_python_lines``), each op is issued at the user's line it was traced from."""
     graph_number = stats.count_aten_graph()
-    with_sites = _SiteNamingInterpreter(gm)
+    # Built on first need: only runs that record issue sites read the nodes' stack traces.
+    with_sites = functools.cache(lambda: _SiteNamingInterpreter(gm))
     shapes = _ShapeSpecializations(graph_number, example_inputs)
 
     def run_as_program(args):
@@ -65,7 +66,7 @@ def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs):
             shapes.note(args)
         with _C._CompiledGraphRegion():
             if _C._issue_sites_recorded():
-                return with_sites.run(*args)
+                return with_sites().run(*args)
             return gm(*args)
 
     # Boxed: aot_autograd passes the argument list itself, which the graph may clear as it goes.
