@@ -4,7 +4,6 @@
 
 #include <ATen/core/jit_type.h>
 
-#include "engine/active_executor.h"
 #include "engine/mode.h"
 #include "executors/host/fusible_op.h"
 #include "privateuse1/tpu_tensor.h"
@@ -155,9 +154,12 @@ class NodeRecorder {
 
  private:
   int64_t slot(const at::Tensor& tensor, bool read, bool written, bool fresh) {
-    if (tensor.defined() && !is_tpu(tensor) && engine::buffers_are_opaque()) {
+    if (tensor.defined() && !is_tpu(tensor)) {
       // A program on opaque buffers reads its host operands when it runs, maybe at a flush:
-      // kept until then, and a user's CPU tensor read as of now, as its CPU kernel would.
+      // kept until then, and a user's CPU tensor read as of now, as its CPU kernel would. On
+      // any executor the kept storage also holds its identity: a CPU temporary freed before
+      // the flush (a compiled graph's converted scalar) would otherwise let a later result's
+      // storage take its address, and the program would see one storage for both.
       const at::Tensor kept =
           tensor.unsafeGetTensorImpl()->is_wrapped_number() ? tensor : tensor.clone();
       description_.host_storages.push_back(kept.storage());

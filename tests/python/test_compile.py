@@ -170,6 +170,20 @@ def test_recompiles_are_counted_with_the_guard_that_failed():
     assert "dtype" in counts["recompile_reasons"][0] or "float" in counts["recompile_reasons"][0]
 
 
+def test_a_float_argument_dynamo_makes_an_input_equals_cpu(mode):
+    # After a recompile Dynamo passes a changed Python float as a 0-dim CPU float64 tensor that
+    # the graph converts on CPU; those CPU temporaries die while the graph is still recorded,
+    # and a later result's storage must not be taken for theirs (Llama's rms_norm_eps did this).
+    def rms(x, eps):
+        return torch.rsqrt(x * x + eps) * x
+
+    compiled = torch.compile(rms, backend="tpu", fullgraph=True)
+    x_cpu, x = cpu_and_tpu(8, 16)
+    for eps in (1.0, 1e-6, 1e-5, 0.5):
+        assert_tpu_close(compiled(x, eps), rms(x_cpu, eps))
+    assert compile_metrics()["recompiles"] == 1  # the float became an input once, then no more
+
+
 def test_explain_recompiles_prints_the_reason():
     stderr_reasons = run_python_ok(
         "import sys, torch, torch_tpu\n"
