@@ -20,12 +20,18 @@ bool flash_supports(const at::Tensor& query, const at::Tensor& key, const at::Te
   const bool float_dtype = dtype == at::kFloat || dtype == at::kDouble ||
                            dtype == at::kBFloat16 || dtype == at::kHalf;
   if (!float_dtype || key.scalar_type() != dtype || value.scalar_type() != dtype) return false;
+  // Symbolic sizes (torch.compile with dynamic shapes) are compared as such: reading them as
+  // integers would specialize the traced graph to this call's sequence length.
   for (const at::Tensor* t : {&query, &key, &value}) {
-    if (t->dim() != 4 || t->is_nested() || t->stride(-1) != 1 || t->size(-2) == 0) return false;
+    if (t->dim() != 4 || t->is_nested() || t->sym_stride(-1) != 1 || t->sym_size(-2) == 0) {
+      return false;
+    }
   }
-  if (query.size(0) != key.size(0) || key.size(0) != value.size(0)) return false;
-  if (query.size(1) != key.size(1) || key.size(1) != value.size(1)) return false;
-  if (query.size(-1) != key.size(-1) || key.size(-1) != value.size(-1)) return false;
+  for (const int64_t dim : {0, 1, -1}) {
+    if (query.sym_size(dim) != key.sym_size(dim) || key.sym_size(dim) != value.sym_size(dim)) {
+      return false;
+    }
+  }
   if (attn_mask.has_value() && attn_mask->defined()) {
     const auto mask_dtype = attn_mask->scalar_type();
     if (attn_mask->dim() > 4 || (mask_dtype != at::kBool && mask_dtype != dtype)) return false;

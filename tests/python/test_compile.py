@@ -283,21 +283,6 @@ def test_cpu_torch_compile_still_goes_to_inductor_after_import():
     assert ours == "0" and int(inductor_graphs) >= 1
 
 
-def test_a_dynamic_shape_sweep_equals_eager_and_counts_and_warns_of_each_shapes_program():
-    def norm_rows(x):
-        return F.layer_norm(x, x.shape[-1:]) * 2
-
-    compiled = torch.compile(norm_rows, backend="tpu", dynamic=True)
-    with pytest.warns(UserWarning, match="shape bucketing is not supported"):
-        for length in range(1, 9):
-            x_cpu, x = cpu_and_tpu(length, 16)
-            assert_tpu_close(compiled(x), norm_rows(x_cpu))
-    counts = compile_metrics()
-    # Dynamo specializes a size of 1: length 1 has a graph of its own, 2..8 share another.
-    assert counts["graphs_compiled"] == 2 and counts["recompiles"] == 1
-    assert counts["shape_specializations"] == 8  # one program per length
-
-
 def test_compiled_graphs_on_the_pjrt_runtime_are_one_program_each_and_equal_cpu():
     out = run_python_ok("""
 import copy, json, torch, torch_tpu

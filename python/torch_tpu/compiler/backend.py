@@ -14,27 +14,106 @@ import re
 import torch
 
 from .. import _C
-from . import stats
+from . import bucketing, padding_masks, stats
 
 
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     """``torch.compile(model, backend="tpu")``'s compiler: returns the callable Dynamo runs in
-    place of the traced frame."""
+    place of the traced frame. A graph with symbolic sizes runs padded to a few bucket sizes
+    (bucketing.py) where every op of it can be kept from mixing padding into valid results;
+    otherwise it runs unpadded, one program per size, and the reason is counted."""
+    stats.count_dynamo_graph()
+    # A size whose padding some op would mix into valid results (a layer norm's width) is left
+    # unpadded, and the graph tried again with the others.
+    excluded, refusal = set(), None
+    while True:
+        try:
+            plan = bucketing.plan_dynamo_graph(gm, example_inputs, frozenset(excluded))
+            if plan is None:
+                break
+            compiled = _compile_bucketed(gm, example_inputs, plan, kwargs, refusal)
+            stats.count_bucketed_graph()
+            return compiled
+        except bucketing.Unbucketable as reason:
+            refusal = reason
+            if not reason.symbols or reason.symbols <= excluded:
+                break
+            excluded |= reason.symbols
+        except torch._dynamo.exc.TorchDynamoException:
+            raise  # Dynamo's own control flow (a restart of its analysis), not a failure
+        except Exception as error:  # noqa: BLE001  (unpadded, the graph is still exact)
+            refusal = f"bucketing failed: {type(error).__name__}: {error}"
+            break
+    if refusal is not None:
+        stats.count_unbucketable_graph(str(refusal))
+    return _aot_autograd(unpadded_reason=str(refusal) if refusal else None)(
+        gm, example_inputs, **kwargs)
+
+
+def _aot_autograd(partition=None, inference_compiler=None, bucketed=False,
+                  unpadded_reason=None):
     from torch._dynamo.backends.common import aot_autograd
     from torch._functorch.partitioners import min_cut_rematerialization_partition
 
-    stats.count_dynamo_graph()
+    compile_graph = functools.partial(_compile_aten_graph, bucketed=bucketed,
+                                      unpadded_reason=unpadded_reason)
     # A new AotAutograd each time: it rewrites its own keyword arguments when called.
-    compiler = aot_autograd(
-        fw_compiler=_compile_aten_graph,
-        bw_compiler=_compile_aten_graph,
+    return aot_autograd(
+        fw_compiler=compile_graph,
+        bw_compiler=compile_graph,
+        inference_compiler=inference_compiler or compile_graph,
         decompositions=_decompositions(),
-        partition_fn=min_cut_rematerialization_partition,
+        partition_fn=partition or min_cut_rematerialization_partition,
         # In-place updates of an inference graph's inputs (an optimizer step, a KV cache) stay
         # in its program instead of running as eager copies after it.
         keep_inference_input_mutations=True,
     )
-    return compiler(gm, example_inputs, **kwargs)
+
+
+_LENGTHS_INPUT = "tpu_bucket_lengths"
+
+
+def _compile_bucketed(gm, example_inputs, plan, kwargs, refusal):
+    """Compiles `gm` with one more input, the actual sizes, and masks in its ATen graphs;
+    returns the call that pads inputs and narrows outputs around it. `refusal`: why some of
+    its sizes are left unpadded (None when none is)."""
+    from torch._functorch.partitioners import min_cut_rematerialization_partition
+    from torch._guards import detect_fake_mode
+
+    with detect_fake_mode(example_inputs):
+        lengths = torch.empty(len(plan.symbols), dtype=torch.int64, device="tpu")
+    last_input = [node for node in gm.graph.nodes if node.op == "placeholder"][-1]
+    with gm.graph.inserting_after(last_input):
+        node = gm.graph.placeholder(_LENGTHS_INPUT)
+    node.meta["example_value"] = node.meta["val"] = lengths
+    node._dynamo_source = None  # not from user code (as the DDP optimizer's own inputs)
+    gm.recompile()
+    position = len(example_inputs)
+
+    def masked_partition(joint, joint_inputs, **partition_kwargs):
+        padding_masks.mask_padding(joint, position, plan.symbols)
+        return min_cut_rematerialization_partition(joint, joint_inputs, **partition_kwargs)
+
+    def masked_inference(graph, inputs):
+        padding_masks.mask_padding(graph, position, plan.symbols)
+        return _compile_aten_graph(graph, inputs, bucketed=True)
+
+    compiler = _aot_autograd(masked_partition, masked_inference, bucketed=True)
+    try:
+        compiled = compiler(gm, [*example_inputs, lengths], **kwargs)
+    finally:
+        _drop_lengths_input(gm)  # Dynamo reads its graph's inputs again after the backend
+    graph_number = stats.compile_metrics()["graphs_compiled"]
+    return bucketing.PaddedCall(plan, compiled, functools.partial(
+        stats.warn_past_a_few_sizes, graph_number, str(refusal)))
+
+
+def _drop_lengths_input(gm) -> None:
+    for node in gm.graph.nodes:
+        if node.op == "placeholder" and node.target == _LENGTHS_INPUT:
+            gm.graph.erase_node(node)
+            gm.recompile()
+            return
 
 
 @functools.cache
@@ -50,7 +129,8 @@ def _decompositions() -> dict:
     return table
 
 
-def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs):
+def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs, bucketed=False,
+                        unpadded_reason=None):
     """aot_autograd's forward, backward and inference compiler: the graph runs as one program.
     The executor compiles the program when it first runs (its shapes are the inputs'), and
     from its cache afterwards. While issue sites are recorded (Debug mode,
@@ -58,7 +138,7 @@ def _compile_aten_graph(gm: torch.fx.GraphModule, example_inputs):
     graph_number = stats.count_aten_graph()
     # Built on first need: only runs that record issue sites read the nodes' stack traces.
     with_sites = functools.cache(lambda: _SiteNamingInterpreter(gm))
-    shapes = _ShapeSpecializations(graph_number, example_inputs)
+    shapes = _ShapeSpecializations(graph_number, example_inputs, bucketed, unpadded_reason)
 
     def run_as_program(args):
         stats.count_graph_run()
@@ -102,16 +182,17 @@ def _user_site(stack_trace):
 
 
 class _ShapeSpecializations:
-    """A graph with symbolic shapes (``dynamic=True``, ``mark_dynamic``, or Dynamo's automatic
-    dynamic shapes) runs with concrete ones, and each distinct set of them is a program of its
-    own: the executors compile static shapes. Each new one is counted (and explained when
-    TORCH_TPU_EXPLAIN_RECOMPILES=1), and past a few a warning says so, rather than letting a
-    length sweep recompile silently."""
+    """A graph with symbolic shapes runs with concrete ones, and each distinct set of them is a
+    program of its own: the executors compile static shapes. Each new one is counted (and
+    explained when TORCH_TPU_EXPLAIN_RECOMPILES=1). A bucketed graph meets only its buckets'
+    sizes; an unbucketable one meets every size, and past a few a warning says so."""
 
-    def __init__(self, graph_number: int, example_inputs):
+    def __init__(self, graph_number: int, example_inputs, bucketed: bool, unpadded_reason):
         self._graph_number = graph_number
+        self._unpadded_reason = unpadded_reason
         self._positions = [k for k, value in enumerate(example_inputs) if _is_symbolic(value)]
         self.symbolic = bool(self._positions)
+        self._bucketed = bucketed
         self._seen = set()
 
     def note(self, args) -> None:
@@ -119,7 +200,8 @@ class _ShapeSpecializations:
                     for k in self._positions)
         if key not in self._seen:
             self._seen.add(key)
-            stats.count_shape_specialization(self._graph_number, key, len(self._seen))
+            stats.count_shape_specialization(self._graph_number, key, len(self._seen),
+                                             self._bucketed, self._unpadded_reason)
 
 
 def _is_symbolic(value) -> bool:
