@@ -25,6 +25,8 @@ log2(N) programs.
 
 from dataclasses import dataclass
 
+import operator
+
 import sympy
 import torch
 from torch.fx.experimental.symbolic_shapes import free_symbols
@@ -145,20 +147,30 @@ _VIEW_METHODS = {"view", "reshape", "transpose", "permute", "narrow", "select", 
                  "contiguous", "detach", "as_strided", "movedim", "swapaxes", "split", "chunk"}
 
 
+_IN_PLACE_OPERATORS = {operator.setitem, operator.iadd, operator.isub, operator.imul,
+                       operator.itruediv, operator.ifloordiv, operator.imod, operator.ipow,
+                       operator.iand, operator.ior, operator.ixor, operator.ilshift,
+                       operator.irshift, operator.imatmul}
+
+
 def _refuse_input_mutations(gm) -> None:
-    """A padded input is a copy: an in-place write into it (or a view of it) would be lost."""
+    """A padded input is a copy: an in-place write into it (or a view of it) would be lost, and
+    an output that is an input or a view of one would no longer alias it."""
     aliases = {node for node in gm.graph.nodes if node.op == "placeholder"}
     for node in gm.graph.nodes:
         if node.op not in ("call_method", "call_function") or not node.args:
             continue
         name = node.target if isinstance(node.target, str) else getattr(node.target, "__name__", "")
-        first = node.args[0]
-        if first not in aliases:
+        if node.args[0] not in aliases:
             continue
-        if name in _VIEW_METHODS or name in {"getitem"}:
+        if name in _VIEW_METHODS or node.target is operator.getitem:
             aliases.add(node)
-        elif name == "setitem" or (name.endswith("_") and not name.endswith("__")):
+        elif node.target in _IN_PLACE_OPERATORS or (name.endswith("_")
+                                                     and not name.endswith("__")):
             raise Unbucketable(f"{name} writes into an input in place")
+    for output in _output_nodes(gm):
+        if output in aliases:
+            raise Unbucketable("an output is an input or a view of one")
 
 
 def _shape_env(example_inputs):
