@@ -138,19 +138,74 @@ def test_mark_dynamic_buckets_the_marked_dimension():
     assert counts["shape_specializations"] == 2  # buckets 8 and 16
 
 
-def test_attention_over_padded_keys_without_a_causal_mask_runs_unpadded_and_says_why():
+def test_attention_without_a_causal_mask_gets_the_padded_keys_masked():
     def attend(q, k, v):
         return F.scaled_dot_product_attention(q, k, v)
 
     compiled = torch.compile(attend, backend="tpu", dynamic=True)
-    with pytest.warns(UserWarning, match="cannot run padded to bucket sizes .*attends over"):
-        for length in range(2, 9):
-            cpu = [torch.randn(1, 2, length, 8, generator=torch.Generator().manual_seed(k))
-                   for k in range(3)]
-            assert_tpu_close(compiled(*[t.to("tpu") for t in cpu]), attend(*cpu))
+    for length in (3, 5, 6, 9):
+        cpu = [torch.randn(1, 2, length, 8, generator=torch.Generator().manual_seed(k))
+               for k in range(3)]
+        assert_tpu_close(compiled(*[t.to("tpu") for t in cpu]), attend(*cpu))
     counts = compile_metrics()
-    assert counts["unbucketable_graphs"] >= 1
-    assert any("causal" in reason for reason in counts["unbucketable_reasons"])
+    assert counts["bucketed_graphs"] == 1 and counts["unbucketable_graphs"] == 0
+    assert counts["shape_specializations"] == 3  # buckets 4, 8 and 16
+
+
+def test_random_numbers_over_a_padded_dimension_run_unpadded_and_say_why():
+    # Padding would change which numbers each position draws: such a graph runs per shape,
+    # drawing exactly what eager code draws (the tpu generator reproduces CPU's stream).
+    def noisy(x):
+        return x * torch.rand_like(x)
+
+    compiled = torch.compile(noisy, backend="tpu", dynamic=True)
+    with pytest.warns(UserWarning, match="cannot run padded to bucket sizes .*random"):
+        for length in range(2, 9):
+            x_cpu, x = cpu_and_tpu(length, 4, seed=length)
+            torch.manual_seed(length)
+            expected = noisy(x_cpu)
+            torch.manual_seed(length)
+            assert_tpu_close(compiled(x), expected)
+    counts = compile_metrics()
+    assert counts["bucketed_graphs"] == 0 and counts["unbucketable_graphs"] >= 1
+    assert any("random" in reason for reason in counts["unbucketable_reasons"])
+
+
+@pytest.mark.parametrize("train", [False, True], ids=["forward", "training"])
+def test_a_hugging_face_decoder_with_a_padding_mask_over_a_length_sweep_equals_cpu(train):
+    from transformers import AutoConfig, AutoModelForCausalLM
+    config = AutoConfig.for_model("llama", vocab_size=128, hidden_size=32, intermediate_size=64,
+                                  num_hidden_layers=2, num_attention_heads=4,
+                                  num_key_value_heads=2, max_position_embeddings=64)
+    torch.manual_seed(0)
+    cpu = AutoModelForCausalLM.from_config(config).train(train)
+    tpu = copy.deepcopy(cpu).to("tpu")
+
+    def run(model, ids, mask):
+        out = model(input_ids=ids, attention_mask=mask, labels=ids if train else None)
+        return out.loss if train else out.logits
+
+    compiled = torch.compile(lambda ids, mask: run(tpu, ids, mask), backend="tpu", dynamic=True)
+    generator = torch.Generator().manual_seed(1)
+    for length in (3, 5, 7, 9, 12):
+        ids = torch.randint(0, 128, (2, length), generator=generator)
+        mask = torch.ones_like(ids)
+        mask[0, :2] = 0  # left padding: an additive mask reaches the attention
+        for model in (cpu, tpu):
+            model.zero_grad(set_to_none=True)
+        with torch.set_grad_enabled(train):
+            expected = run(cpu, ids, mask)
+            actual = compiled(ids.to("tpu"), mask.to("tpu"))
+        assert_tpu_close(actual, expected, rtol=1e-4, atol=1e-5)
+        if train:
+            expected.backward()
+            actual.backward()
+            for p_cpu, p_tpu in zip(cpu.parameters(), tpu.parameters()):
+                assert_tpu_close(p_tpu.grad, p_cpu.grad, rtol=1e-3, atol=1e-5)
+    counts = compile_metrics()
+    assert counts["bucketed_graphs"] == 1 and counts["unbucketable_graphs"] == 0
+    # Buckets 4, 8 and 16 (a forward and a backward program each when training).
+    assert counts["shape_specializations"] == (6 if train else 3)
 
 
 def test_a_graph_writing_its_input_in_place_is_not_padded():

@@ -1,5 +1,7 @@
 #include "executors/pjrt/pjrt_executor.h"
 
+#include <cstdlib>
+
 #include <chrono>
 #include <cstring>
 #include <stdexcept>
@@ -211,6 +213,9 @@ void PjrtExecutor::use_disk_cache(const std::filesystem::path& dir) {
   std::string identity = plugin.path() + "\n" + plugin.version().to_string() + "\n" +
                          client_->platform_name() + " " + client_->platform_version();
   for (const auto& [name, value] : plugin.attributes()) identity += "\n" + name + "=" + value;
+  // XLA reads its flags from the environment when the plugin starts; they change what it
+  // compiles (torch_tpu sets the CPU plugin's instruction set there).
+  if (const char* flags = std::getenv("XLA_FLAGS")) identity += std::string("\nXLA_FLAGS=") + flags;
   disk_cache_ = std::make_unique<ExecutableDiskCache>(dir / client_->platform_name(), identity);
 }
 

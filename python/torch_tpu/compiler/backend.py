@@ -14,7 +14,7 @@ import re
 import torch
 
 from .. import _C
-from . import bucketing, padding_masks, stats
+from . import stats
 
 
 def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
@@ -22,6 +22,8 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     place of the traced frame. A graph with symbolic sizes runs padded to a few bucket sizes
     (bucketing.py) where every op of it can be kept from mixing padding into valid results;
     otherwise it runs unpadded, one program per size, and the reason is counted."""
+    from . import bucketing  # imports sympy: not at `import torch_tpu`, only once compiling
+
     stats.count_dynamo_graph()
     # A size whose padding some op would mix into valid results (a layer norm's width) is left
     # unpadded, and the graph tried again with the others.
@@ -80,6 +82,8 @@ def _compile_bucketed(gm, example_inputs, plan, kwargs, refusal):
     from torch._functorch.partitioners import min_cut_rematerialization_partition
     from torch._guards import detect_fake_mode
 
+    from . import bucketing, padding_masks
+
     with detect_fake_mode(example_inputs):
         lengths = torch.empty(len(plan.symbols), dtype=torch.int64, device="tpu")
     last_input = [node for node in gm.graph.nodes if node.op == "placeholder"][-1]
@@ -89,13 +93,14 @@ def _compile_bucketed(gm, example_inputs, plan, kwargs, refusal):
     node._dynamo_source = None  # not from user code (as the DDP optimizer's own inputs)
     gm.recompile()
     position = len(example_inputs)
+    padded_dims = {entry.position: {dim for dim, _ in entry.dims} for entry in plan.inputs}
 
     def masked_partition(joint, joint_inputs, **partition_kwargs):
-        padding_masks.mask_padding(joint, position, plan.symbols)
+        padding_masks.mask_padding(joint, position, plan.symbols, padded_dims)
         return min_cut_rematerialization_partition(joint, joint_inputs, **partition_kwargs)
 
     def masked_inference(graph, inputs):
-        padding_masks.mask_padding(graph, position, plan.symbols)
+        padding_masks.mask_padding(graph, position, plan.symbols, padded_dims)
         return _compile_aten_graph(graph, inputs, bucketed=True)
 
     compiler = _aot_autograd(masked_partition, masked_inference, bucketed=True)

@@ -29,7 +29,6 @@ import operator
 
 import sympy
 import torch
-from torch.fx.experimental.symbolic_shapes import free_symbols
 
 aten = torch.ops.aten
 prims = torch.ops.prims
@@ -83,6 +82,12 @@ def plan_dynamo_graph(gm: torch.fx.GraphModule, example_inputs,
     placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
     example_inputs = [node.meta.get("example_value", value)
                       for node, value in zip(placeholders, example_inputs)]
+    shape_env = _shape_env(example_inputs)
+
+    def canonical(size):
+        # Two sizes found equal while tracing are one symbol; padded apart, they would differ.
+        expr = size.node.expr
+        return shape_env.replace(expr) if shape_env is not None else expr
 
     unpadded = {}
 
@@ -97,12 +102,12 @@ def plan_dynamo_graph(gm: torch.fx.GraphModule, example_inputs,
 
     for position, value in enumerate(example_inputs):
         if isinstance(value, torch.SymInt):
-            expr = value.node.expr
+            expr = canonical(value)
             if isinstance(expr, sympy.Symbol):
                 inputs.append(InputPadding(position, [], index_of(expr, (position, None))))
-            elif free_symbols(value) - excluded:
+            elif expr.free_symbols - excluded:
                 raise Unbucketable(f"input {position} is the derived size {expr}",
-                                   free_symbols(value) - excluded)
+                                   expr.free_symbols - excluded)
             else:
                 inputs.append(InputPadding(position, []))
             continue
@@ -111,11 +116,11 @@ def plan_dynamo_graph(gm: torch.fx.GraphModule, example_inputs,
             for dim, size in enumerate(value.shape):
                 if not isinstance(size, torch.SymInt):
                     continue
-                expr = size.node.expr
+                expr = canonical(size)
                 if not isinstance(expr, sympy.Symbol):
-                    if free_symbols(size) - excluded:
+                    if expr.free_symbols - excluded:
                         raise Unbucketable(f"input {position} has the derived size {expr}",
-                                           free_symbols(size) - excluded)
+                                           expr.free_symbols - excluded)
                     continue
                 symbol = index_of(expr, (position, dim))
                 if symbol is not None:
@@ -126,9 +131,9 @@ def plan_dynamo_graph(gm: torch.fx.GraphModule, example_inputs,
     if not symbols:
         return None
     _refuse_input_mutations(gm)
-    shape_env = _shape_env(example_inputs)
     uppers = [_upper_bound(shape_env, symbol) for symbol in symbols]
-    outputs = [_output_narrowing(node, symbols, excluded) for node in _output_nodes(gm)]
+    outputs = [_output_narrowing(node, symbols, excluded, canonical)
+               for node in _output_nodes(gm)]
     return BucketPlan(symbols, uppers, inputs, outputs, sources, list(unpadded.values()))
 
 
@@ -199,19 +204,22 @@ def _output_nodes(gm):
     return list(values) if isinstance(values, (list, tuple)) else [values]
 
 
-def _output_narrowing(node, symbols, excluded):
+def _output_narrowing(node, symbols, excluded, canonical):
     value = node.meta.get("example_value") if isinstance(node, torch.fx.Node) else node
     if isinstance(value, torch.SymInt):
-        return ("symint", value.node.expr) if free_symbols(value) - excluded else None
+        expr = canonical(value)
+        return ("symint", expr) if expr.free_symbols - excluded else None
     if not isinstance(value, torch.Tensor):
         return None
     dims = []
     for dim, size in enumerate(value.shape):
-        if isinstance(size, torch.SymInt) and free_symbols(size) - excluded:
-            expr = size.node.expr
+        if not isinstance(size, torch.SymInt):
+            continue
+        expr = canonical(size)
+        if expr.free_symbols - excluded:
             if expr not in symbols:
                 raise Unbucketable(f"an output has the derived size {expr}",
-                                   free_symbols(size) - excluded)
+                                   expr.free_symbols - excluded)
             dims.append((dim, symbols.index(expr)))
     return ("tensor", dims)
 

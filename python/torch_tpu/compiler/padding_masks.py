@@ -15,6 +15,7 @@ import operator
 import sympy
 import torch
 from torch._guards import detect_fake_mode
+from torch._prims_common import compute_elementwise_output_logical_to_physical_perm
 
 from .bucketing import Unbucketable
 from .padding_rules import (CREATION, HANDLERS, LIKE, MAX_LIKE, SAME_AS_FIRST, SHAPE_SCALARS,
@@ -23,11 +24,15 @@ from .padding_rules import (CREATION, HANDLERS, LIKE, MAX_LIKE, SAME_AS_FIRST, S
 aten = torch.ops.aten
 
 
-def mask_padding(gm: torch.fx.GraphModule, lengths_position: int, symbols: list) -> None:
+def mask_padding(gm: torch.fx.GraphModule, lengths_position: int, symbols: list,
+                 padded_dims: dict) -> None:
     """Rewrites `gm` (a joint or inference Core ATen graph whose placeholder number
     `lengths_position` holds the actual sizes of `symbols`) so that padded positions never reach
-    valid results. Raises Unbucketable when an op cannot be made safe."""
-    _Masking(gm, lengths_position, symbols).run()
+    valid results. `padded_dims`: the dimensions the caller pads, per input position. Raises
+    Unbucketable when an op cannot be made safe."""
+    masking = _Masking(gm, lengths_position, symbols)
+    masking.check_inputs(padded_dims)
+    masking.run()
     gm.graph.lint()
     gm.recompile()
 
@@ -39,6 +44,7 @@ class _Masking:
         self.symbol_order = list(symbols)
         placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
         self.lengths = placeholders[lengths_position]
+        self.lengths_position = lengths_position
         lengths_value = self.lengths.meta.get("val")
         if (not isinstance(lengths_value, torch.Tensor) or lengths_value.dtype != torch.int64
                 or tuple(lengths_value.shape) != (len(symbols),)):
@@ -63,7 +69,7 @@ class _Masking:
 
     # -- building nodes -----------------------------------------------------------------------
 
-    def _meta(self, value):
+    def meta(self, value):
         return value.meta.get("val") if isinstance(value, torch.fx.Node) else value
 
     def make(self, target, args, kwargs=None, before=None):
@@ -75,8 +81,8 @@ class _Masking:
         else:
             with self.graph.inserting_before(before):
                 node = self.graph.call_function(target, args, kwargs)
-        meta_args = torch.fx.node.map_aggregate(args, self._meta)
-        meta_kwargs = torch.fx.node.map_aggregate(kwargs, self._meta)
+        meta_args = torch.fx.node.map_aggregate(args, self.meta)
+        meta_kwargs = torch.fx.node.map_aggregate(kwargs, self.meta)
         with self.fake_mode:
             node.meta["val"] = target(*meta_args, **meta_kwargs)
         return node
@@ -155,7 +161,7 @@ class _Masking:
             self.cache[key] = self.make(aten.ge.Tensor, (positions, self.actual(factor)))
         return self.cache[key]
 
-    def _dim_padding(self, factors):
+    def dim_padding(self, factors):
         """Bool [bucket(product)]: padding positions of a dimension made of `factors`."""
         key = ("dim", factors)
         if key in self.cache:
@@ -190,17 +196,29 @@ class _Masking:
                 continue
             shape = [1] * rank
             shape[dim] = self.bucket(product(factors[dim]))
-            piece = self.make(aten.view.default, (self._dim_padding(factors[dim]), shape))
+            piece = self.make(aten.view.default, (self.dim_padding(factors[dim]), shape))
             padding = piece if padding is None else self.make(aten.bitwise_or.Tensor,
                                                                (padding, piece))
         if padding is None:
             return value
-        dtype = self._meta(value).dtype
+        dtype = self.meta(value).dtype
         if fill in (-1, 1) and not isinstance(fill, bool):
             limit = (torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype))
             fill = (-math.inf if fill < 0 else math.inf) if dtype.is_floating_point else (
                 limit.min if fill < 0 else limit.max)
-        masked = self.make(aten.masked_fill.Scalar, (value, padding, fill), before=before)
+        # The result keeps `value`'s strides: ops after it were traced with them (a flash
+        # attention's output is laid out as its query is, and views of that output follow).
+        # masked_fill lays its result out by all its operands, the broadcast mask included, so
+        # it fills `value` seen in its memory order and the result is permuted back.
+        order, _ = compute_elementwise_output_logical_to_physical_perm(self.meta(value))
+        if order == list(range(rank)):
+            masked = self.make(aten.masked_fill.Scalar, (value, padding, fill), before=before)
+        else:
+            physical = self.make(aten.permute.default, (value, order), before=before)
+            padding = self.make(aten.permute.default, (padding, order), before=before)
+            filled = self.make(aten.masked_fill.Scalar, (physical, padding, fill), before=before)
+            masked = self.make(aten.permute.default,
+                               (filled, [order.index(d) for d in range(rank)]), before=before)
         self.factors[masked] = factors
         return masked
 
@@ -225,6 +243,23 @@ class _Masking:
         factors = self.factors.get(value)
         return factors is not None and any(self.padded(f) for f in factors[dim % len(factors)])
 
+    def check_inputs(self, padded_dims):
+        """The graph's inputs must be padded where its sizes say: tracing may have found two
+        sizes equal (one symbol in the graph) that the caller saw apart and padded apart."""
+        placeholders = [n for n in self.graph.nodes if n.op == "placeholder"]
+        for position, node in enumerate(placeholders[:self.lengths_position]):
+            value = node.meta.get("val")
+            if not isinstance(value, torch.Tensor):
+                continue
+            sizes = shape_of(value)
+            padded = {dim for dim, size in enumerate(sizes) if self.padded(size)}
+            expected = padded_dims.get(position, set())
+            if padded != expected:
+                mismatched = padded ^ expected
+                involved = set().union(*(sizes[d].free_symbols for d in mismatched))
+                raise Unbucketable(f"input {position}'s sizes were found related to others "
+                                   "while tracing", involved | self.symbols)
+
     # -- the walk -----------------------------------------------------------------------------
 
     def run(self):
@@ -237,6 +272,26 @@ class _Masking:
                 self._visit(node)
 
     def _visit(self, node):
+        self._visit_op(node)
+        self._check_factors(node)
+
+    def _check_factors(self, node):
+        """A rule's factors must multiply to the sizes the graph records: a mismatch would make
+        wrong masks, so it refuses the graph instead."""
+        factors, value = self.factors.get(node), node.meta.get("val")
+        pairs = list(zip(factors, value)) if isinstance(factors, tuple) and isinstance(
+            value, (tuple, list)) else [(factors, value)]
+        for dims, meta in pairs:
+            if dims is None or not isinstance(meta, torch.Tensor):
+                continue
+            sizes = shape_of(meta)
+            if len(dims) != len(sizes) or any(sympy.expand(product(dim) - size) != 0
+                                               for dim, size in zip(dims, sizes)):
+                raise Unbucketable(f"{node.target}: padding could not be followed through it",
+                                   {s for dim in dims for f in dim
+                                    for s in sympy.sympify(f).free_symbols} | self.symbols)
+
+    def _visit_op(self, node):
         target = node.target
         if target is operator.getitem:
             source = self.factors.get(node.args[0])
@@ -274,7 +329,7 @@ class _Masking:
         """A size used as a number (a mean's divisor in a backward graph) takes its actual value."""
         schema = node.target._schema
         for index, (argument, value) in enumerate(zip(schema.arguments, node.args)):
-            meta = self._meta(value) if isinstance(value, torch.fx.Node) else None
+            meta = self.meta(value) if isinstance(value, torch.fx.Node) else None
             if not isinstance(meta, (torch.SymInt, torch.SymFloat)):
                 continue
             if not self.padded(meta.node.expr):
@@ -301,16 +356,27 @@ class _Masking:
         factors = []
         inputs = [a for a in node.args if isinstance(a, torch.fx.Node) and a in self.factors]
         for j in range(rank):
+            aligned = [self.factors[value][j - (rank - len(self.factors[value]))]
+                       for value in inputs if j - (rank - len(self.factors[value])) >= 0]
+            aligned = [dim for dim in aligned if product(dim) != 1]
+            self.require_same_padding(node, aligned)
             chosen = (out_shape[j],)
-            for value in inputs:
-                in_factors = self.factors[value]
-                k = j - (rank - len(in_factors))
-                if k >= 0 and product(in_factors[k]) == sympy.expand(out_shape[j]) \
-                        and out_shape[j] != 1:
-                    chosen = in_factors[k]
+            for dim in aligned:
+                if product(dim) == sympy.expand(out_shape[j]):
+                    chosen = dim
                     break
             factors.append(chosen)
         self.factors[node] = factors
+
+    def require_same_padding(self, node, dims):
+        """Dimensions an op pairs position by position must be padded alike: sizes that tracing
+        only knew equal as products (``b*s`` and ``b2*s2``) may have been padded apart."""
+        if len({tuple(dim) for dim in dims}) <= 1:
+            return
+        if any(self.padded(f) for dim in dims for f in dim):
+            involved = {symbol for dim in dims for f in dim
+                        for symbol in sympy.sympify(f).free_symbols}
+            raise Unbucketable(f"{node.target} pairs dimensions padded apart", involved)
 
     def _reduce(self, node, fill):
         source = node.args[0]
@@ -348,7 +414,9 @@ class _Masking:
             if isinstance(value, (list, tuple)):
                 tensors += [a for a in value if isinstance(a, torch.fx.Node)]
         if any(self.touches_padding(a) for a in tensors):
-            raise Unbucketable(f"{node.target} acts on a padded dimension",
+            what = ("draws random numbers over" if torch.Tag.nondeterministic_seeded
+                    in node.target.tags else "acts on")
+            raise Unbucketable(f"{node.target} {what} a padded dimension",
                                set().union(*(self.symbols_of(a) for a in tensors)))
         meta = node.meta.get("val")
         if isinstance(meta, torch.Tensor):

@@ -84,11 +84,13 @@ def keepdim_of(node):
 
 
 def _regroup(masking, in_factors, out_shape, name):
-    refusal = Unbucketable(f"{name} regroups a padded dimension",
-                           {s for dim in in_factors for f in dim
-                            for s in sympy.sympify(f).free_symbols & masking.symbols})
     """The factors of a view of a tensor with `in_factors` to `out_shape`: each output dimension
     takes whole factors, outermost first; a static factor may split, a padded one may not."""
+    described = [" * ".join(map(str, dim)) for dim in in_factors]
+    refusal = Unbucketable(f"{name} regroups a padded dimension ([{', '.join(described)}] into "
+                           f"{list(out_shape)})",
+                           {s for dim in in_factors for f in dim
+                            for s in sympy.sympify(f).free_symbols & masking.symbols})
     queue = [f for dim in in_factors for f in dim if f != 1]
     result = []
     for size in out_shape:
@@ -153,7 +155,7 @@ def _unsqueeze(masking, node):
 
 def _squeeze(masking, node):
     factors = masking.factors[node.args[0]]
-    in_shape = shape_of(masking._meta(node.args[0]))
+    in_shape = shape_of(masking.meta(node.args[0]))
     rank = len(factors)
     if len(node.args) > 1:
         dims = node.args[1] if isinstance(node.args[1], (list, tuple)) else [node.args[1]]
@@ -269,11 +271,29 @@ def _scatter_into_slice(masking, node):
     factors = masking.factors.get(source)
     if factors is None:
         return masking.opaque(node)
-    dim = node.args[2] if len(node.args) > 2 else 0
-    if masking.padded_dim(source, dim):
+    dim = (node.args[2] if len(node.args) > 2 else 0) % len(factors)
+    if masking.padded_dim(source, dim) and not _writes_a_tail(node, factors[dim]):
         raise Unbucketable(f"{node.target} writes into a padded dimension",
                            masking.symbols_of(source, [dim]))
     masking.factors[node] = factors
+
+
+def _writes_a_tail(node, dim_factors):
+    """slice_scatter(self, src, dim, c, end) with a constant start c, step 1 and the end at
+    self's end (the gradient of x[:, c:]): src's valid prefix lands on self's valid positions
+    from c on, and its padding on self's padding."""
+    if node.target is not aten.slice_scatter.default or len(dim_factors) != 1:
+        return False
+    start = node.args[3] if len(node.args) > 3 else None
+    end = node.args[4] if len(node.args) > 4 else None
+    step = node.args[5] if len(node.args) > 5 else 1
+    start = 0 if start is None else start
+    tail = end is None or isinstance(end, torch.fx.Node) or (isinstance(end, int) and end >= BIG)
+    if isinstance(end, torch.fx.Node):
+        size = end.meta.get("val")
+        tail = isinstance(size, torch.SymInt) and sympy.expand(
+            sympy.sympify(size.node.expr) - dim_factors[0]) == 0
+    return isinstance(start, int) and start >= 0 and step == 1 and tail
 
 
 def _softmax(masking, node):
@@ -297,11 +317,17 @@ def _softmax_backward(masking, node):
 def _cat(masking, node):
     tensors = node.args[0]
     dim = node.args[1] if len(node.args) > 1 else 0
-    known = [t for t in tensors if t in masking.factors and len(masking.factors[t]) > 0]
+    rank = len(node.meta["val"].shape)
+    # Empty pieces add nothing (an empty cache's first entry; cat also skips 1-d empty tensors
+    # whatever the others' rank): joining one tensor with them is that tensor.
+    known = [t for t in tensors if t in masking.factors and len(masking.factors[t]) == rank
+             and 0 not in shape_of(masking.meta(t))]
     if not known:
         return masking.opaque(node)
-    rank = len(masking.factors[known[0]])
     dim %= rank
+    if len(known) == 1:
+        masking.factors[node] = masking.factors[known[0]]
+        return
     if any(masking.padded_dim(t, dim) for t in known):
         raise Unbucketable(f"{node.target} joins along a padded dimension",
                            set().union(*(masking.symbols_of(t, [dim]) for t in known)))
@@ -314,6 +340,7 @@ def _contraction(masking, node, a_index, b_index, batch):
     a, b = node.args[a_index], node.args[b_index]
     fa, fb = masking.factors[a], masking.factors[b]
     k_a, k_b = len(fa) - 1, len(fb) - 2
+    masking.require_same_padding(node, [fa[k_a], fb[k_b]])
     if any(masking.padded(f) for f in fa[k_a]) or any(masking.padded(f) for f in fb[k_b]):
         masking.mask_args(node, [a_index], lambda rank: [k_a], 0)
         masking.mask_args(node, [b_index], lambda rank: [k_b], 0)
@@ -353,6 +380,64 @@ def _index_put(masking, node):
     masking.factors[node] = masking.factors[target]
 
 
+def _index_tensor(masking, node):
+    """x[i, j]: each output position reads where its index tensors point. Valid positions point
+    at valid ones (an index past the actual size would raise in eager code); the index tensors'
+    padding is zeroed so that it points somewhere in range. Output dimensions are plain sizes."""
+    indices = node.args[1]
+    masked = [masking.masked(node, i, range(len(masking.factors[i])), 0, node)
+              if isinstance(i, torch.fx.Node) and i in masking.factors else i for i in indices]
+    masking.replace_arg(node, 1, masked)
+    sizes = shape_of(node.meta["val"])
+    derived = [size for size in sizes if masking.padded(size) and not size.is_Symbol]
+    if derived:
+        raise Unbucketable(f"{node.target} makes the padded size {derived[0]}",
+                           derived[0].free_symbols & masking.symbols)
+    masking.factors[node] = [(size,) for size in sizes]
+
+
+def _constant_pad(masking, node):
+    """F.pad with a constant: along a padded dimension the added values must follow the actual
+    end, not the padded one (a label shift's -100), so positions from there on are filled."""
+    source, pads = node.args[0], node.args[1]
+    value = node.args[2] if len(node.args) > 2 else 0
+    factors = list(masking.factors[source])
+    rank = len(factors)
+    sizes = shape_of(node.meta["val"])
+    ends = []
+    for k in range(len(pads) // 2):
+        dim = rank - 1 - k
+        if masking.padded_dim(source, dim):
+            if len(factors[dim]) != 1 or not isinstance(pads[2 * k], int):
+                raise Unbucketable(f"{node.target} pads a padded dimension",
+                                   masking.symbols_of(source, [dim]))
+            ends.append((dim, factors[dim][0], pads[2 * k]))
+    masking.factors[node] = [factors[d] if d < rank - len(pads) // 2 else (sizes[d],)
+                             for d in range(rank)]
+    if not ends:
+        return
+    padded = node
+    users = list(node.users)
+    for dim, factor, before in ends:
+        # Positions at or past (left padding + actual size) hold the pad value.
+        end = masking.actual(factor + before)
+        positions = masking.make(aten.arange.default, (masking.bucket(sizes[dim]),),
+                                 {"dtype": torch.int64, "device": masking.device}, before=None)
+        past = masking.make(aten.ge.Tensor, (positions, end))
+        shape = [1] * rank
+        shape[dim] = masking.bucket(sizes[dim])
+        past = masking.make(aten.view.default, (past, shape))
+        with masking.graph.inserting_after(padded):
+            filled = masking.graph.call_function(aten.masked_fill.Scalar, (padded, past, value))
+        with masking.fake_mode:
+            filled.meta["val"] = aten.masked_fill.Scalar(padded.meta["val"], past.meta["val"],
+                                                         value)
+        masking.factors[filled] = masking.factors[node]
+        padded = filled
+    for user in users:
+        user.replace_input_with(node, padded)
+
+
 def _layer_norm(masking, node):
     source, normalized = node.args[0], node.args[1]
     factors = masking.factors[source]
@@ -387,17 +472,23 @@ def _flash_attention(masking, node, backward):
     is_causal = node.args[7] if backward else (node.args[4] if len(node.args) > 4 else False)
     dropout = node.args[6] if backward else (node.args[3] if len(node.args) > 3 else 0.0)
     fq, fk = masking.factors[query], masking.factors[key]
+    sequences = set().union(*(masking.symbols_of(node.args[k], [-2]) for k in tensors[:4]))
     if masking.padded_dim(query, -1) or masking.padded_dim(key, -1):
         raise Unbucketable(f"{node.target} has a padded head dimension",
                            masking.symbols_of(query, [-1]) | masking.symbols_of(key, [-1]))
-    if masking.padded_dim(key, -2):
-        # Valid queries see only earlier keys when the padding is at the end of both.
-        if not is_causal or dropout or node.kwargs.get("attn_mask") is not None \
-                or fq[-2] != fk[-2]:
-            # The sequence sizes of all three operands: keys and values must stay one length.
-            raise Unbucketable(f"{node.target} attends over padded keys without a causal mask",
-                               set().union(*(masking.symbols_of(node.args[k], [-2])
-                                             for k in tensors[:4])))
+    if dropout and (masking.padded_dim(key, -2) or masking.padded_dim(query, -2)):
+        raise Unbucketable(f"{node.target} drops out at random over a padded dimension",
+                           sequences)
+    attn_mask = node.kwargs.get("attn_mask")
+    if masking.padded_dim(key, -2) or (attn_mask is not None and masking.padded_dim(query, -2)):
+        if is_causal and attn_mask is None and fq[-2] == fk[-2]:
+            pass  # valid queries see only earlier keys: the padding comes after all of them
+        elif is_causal:
+            raise Unbucketable(f"{node.target} is causal over keys padded apart from its "
+                               "queries", sequences)
+        else:
+            node.kwargs = {**node.kwargs, "attn_mask": _keys_masked(masking, node, attn_mask,
+                                                                    fq[-2], fk[-2])}
     masking.mask_args(node, tensors, lambda rank: range(rank), 0)
     if backward:
         masking.factors[node] = tuple(masking.factors[node.args[k]] for k in (1, 2, 3))
@@ -405,6 +496,38 @@ def _flash_attention(masking, node, backward):
         value = masking.factors[node.args[2]]
         out = list(fq[:-1]) + [value[-1]]
         masking.factors[node] = (out, list(fq[:-1]))
+
+
+def _keys_masked(masking, node, attn_mask, query_factors, key_factors):
+    """The attention mask with padded keys blocked, and padded queries' rows open to every key
+    (a row with nothing to attend would be NaN, and its gradient would reach valid keys)."""
+    key = ("attention mask", attn_mask, query_factors, key_factors)
+    if key in masking.cache:
+        return masking.cache[key]
+    rows = masking.make(aten.view.default, (masking.dim_padding(query_factors),
+                                            [1, 1, masking.bucket(product(query_factors)), 1]))
+    columns = masking.make(aten.view.default, (masking.dim_padding(key_factors),
+                                               [1, 1, 1, masking.bucket(product(key_factors))]))
+    # The kernel takes an additive mask of the query's dtype (SDPA converts a boolean one).
+    dtype = masking.meta(node.args[1] if node.target is _FLASH_BACKWARD else node.args[0]).dtype
+    if attn_mask is None:
+        blocked = masking.make(aten.bitwise_and.Tensor,
+                               (columns, masking.make(aten.bitwise_not.default, (rows,))))
+        zeros = masking.make(prims.convert_element_type.default, (blocked, dtype))
+        allowed = masking.make(aten.masked_fill.Scalar, (zeros, blocked, -math.inf))
+    else:
+        if masking.meta(attn_mask).dtype == torch.bool:
+            open_positions = masking.make(prims.convert_element_type.default, (attn_mask, dtype),
+                                          before=node)
+            attn_mask = masking.make(aten.masked_fill.Scalar, (
+                masking.make(aten.sub.Tensor, (open_positions, 1), before=node),
+                masking.make(aten.bitwise_not.default, (attn_mask,), before=node), -math.inf),
+                before=node)
+        blocked = masking.make(aten.masked_fill.Scalar, (attn_mask, columns, -math.inf),
+                               before=node)
+        allowed = masking.make(aten.masked_fill.Scalar, (blocked, rows, 0.0), before=node)
+    masking.cache[key] = allowed
+    return allowed
 
 
 HANDLERS = {
@@ -421,7 +544,8 @@ HANDLERS = {
     aten.slice_scatter.default: _scatter_into_slice,
     aten.select_scatter.default: _scatter_into_slice,
     aten.mm.default: _mm, aten.addmm.default: _addmm, aten.bmm.default: _bmm,
-    aten.embedding.default: _embedding, aten.index_put.default: _index_put,
+    aten.embedding.default: _embedding, aten.index.Tensor: _index_tensor,
+    aten.constant_pad_nd.default: _constant_pad, aten.index_put.default: _index_put,
     aten.native_layer_norm.default: _layer_norm,
     aten.native_layer_norm_backward.default: _layer_norm_backward,
     _FLASH: lambda masking, node: _flash_attention(masking, node, backward=False),
