@@ -438,29 +438,28 @@ def _constant_pad(masking, node):
         user.replace_input_with(node, padded)
 
 
-def _layer_norm(masking, node):
-    source, normalized = node.args[0], node.args[1]
+def _normalized_rows(masking, node, source, normalized):
+    """The factors of a layer norm's input and its count of row dimensions (those before the
+    normalized ones, which must not be padded)."""
     factors = masking.factors[source]
-    rank = len(factors)
-    normalized_dims = range(rank - len(normalized), rank)
+    rows = len(factors) - len(normalized)
+    normalized_dims = range(rows, len(factors))
     if any(masking.padded_dim(source, d) for d in normalized_dims):
         raise Unbucketable(f"{node.target} normalizes over a padded dimension",
                            masking.symbols_of(source, normalized_dims))
-    stats = list(factors[:rank - len(normalized)]) + [(sympy.Integer(1),)] * len(normalized)
+    return factors, rows
+
+
+def _layer_norm(masking, node):
+    factors, rows = _normalized_rows(masking, node, node.args[0], node.args[1])
+    stats = list(factors[:rows]) + [(sympy.Integer(1),)] * (len(factors) - rows)
     masking.factors[node] = (factors, stats, stats)
 
 
 def _layer_norm_backward(masking, node):
-    source, normalized = node.args[1], node.args[2]
-    factors = masking.factors[source]
-    rank = len(factors)
-    normalized_dims = range(rank - len(normalized), rank)
-    if any(masking.padded_dim(source, d) for d in normalized_dims):
-        raise Unbucketable(f"{node.target} normalizes over a padded dimension",
-                           masking.symbols_of(source, normalized_dims))
-    rows = range(rank - len(normalized))
+    factors, rows = _normalized_rows(masking, node, node.args[1], node.args[2])
     # The weight and bias gradients sum over rows: padded rows must add nothing.
-    masking.mask_args(node, [0, 1, 3, 4], lambda r: rows, 0)
+    masking.mask_args(node, [0, 1, 3, 4], lambda rank: range(rows), 0)
     weight = masking.factors.get(node.args[5])
     bias = masking.factors.get(node.args[6])
     masking.factors[node] = (factors, weight, bias)
