@@ -9,6 +9,7 @@ active executor as one program: its structure keys the executor's cache, shared 
 eager mode, so a graph is planned and compiled once and every later run is a cache hit."""
 
 import functools
+import os
 import re
 
 import torch
@@ -25,6 +26,9 @@ def tpu_backend(gm: torch.fx.GraphModule, example_inputs, **kwargs):
     from . import bucketing  # imports sympy: not at `import torch_tpu`, only once compiling
 
     stats.count_dynamo_graph()
+    if os.environ.get("TORCH_TPU_SHAPE_BUCKETS") == "0":  # a program per shape, unpadded
+        return _aot_autograd(unpadded_reason="TORCH_TPU_SHAPE_BUCKETS=0")(
+            gm, example_inputs, **kwargs)
     # A size whose padding some op would mix into valid results (a layer norm's width) is left
     # unpadded, and the graph tried again with the others.
     excluded, refusal = set(), None
