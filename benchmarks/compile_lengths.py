@@ -5,7 +5,8 @@
 
 Each contender runs in a fresh process (fresh Dynamo, empty on-disk caches) over the same
 lengths: a first pass over `--lengths` distinct lengths, in which compiling dominates, then
-`--passes` more passes over them in another order (steady state). Reported per contender:
+`--warm-passes` untimed passes (hot fused kernels compile meanwhile; the run waits for them),
+then `--passes` timed passes over them in another order (steady state). Reported per contender:
 programs compiled (tpu), first-pass seconds, steady-state milliseconds per forward, and each
 ratio against Inductor measured in the same run. Inference (forward, logits of the last position
 read back) or, with ``--train``, a forward and backward (loss.item()).
@@ -31,7 +32,9 @@ import json, random, sys, time, torch
 import torch_tpu
 from torch_tpu.compiler import compile_metrics
 from torch_tpu.demo.llama import Llama, LlamaConfig
-device, backend, train, count, passes = sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4]), int(sys.argv[5])
+device, backend, train, count, passes, warm_passes = (
+    sys.argv[1], sys.argv[2], sys.argv[3] == "1", int(sys.argv[4]), int(sys.argv[5]),
+    int(sys.argv[6]))
 torch.manual_seed(0)
 model = Llama(LlamaConfig(max_seq_len=256)).to(device).train(train)
 lengths = random.Random(0).sample(range(17, 257), count)
@@ -54,6 +57,11 @@ for n in lengths:
     step(n)
 first = time.perf_counter() - start
 order = random.Random(1)
+for _ in range(warm_passes):  # hot fused kernels compile in the background: done before timing
+    for n in order.sample(lengths, len(lengths)):
+        step(n)
+if device == "tpu":
+    torch_tpu.wait_for_kernel_compiles()
 start = time.perf_counter()
 runs = 0
 for _ in range(passes):
@@ -77,7 +85,8 @@ def run_contender(name, args):
             env["TORCH_TPU_RUNTIME"] = "pjrt"
         out = subprocess.run(
             [sys.executable, "-c", CHILD, spec["device"], spec["backend"],
-             "1" if args.train else "0", str(args.lengths), str(args.passes)],
+             "1" if args.train else "0", str(args.lengths), str(args.passes),
+             str(args.warm_passes)],
             env=env, capture_output=True, text=True, timeout=3000, check=True)
     result = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"  {name}: {result}", flush=True)
@@ -87,7 +96,8 @@ def run_contender(name, args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--lengths", type=int, default=12, help="distinct lengths (17..256)")
-    parser.add_argument("--passes", type=int, default=2, help="steady-state passes")
+    parser.add_argument("--passes", type=int, default=2, help="steady-state passes (timed)")
+    parser.add_argument("--warm-passes", type=int, default=3, help="passes before the timed ones")
     parser.add_argument("--train", action="store_true")
     parser.add_argument("--runtime", choices=["host", "pjrt"], default="host")
     args = parser.parse_args()

@@ -33,6 +33,7 @@ def mask_padding(gm: torch.fx.GraphModule, lengths_position: int, symbols: list,
     masking = _Masking(gm, lengths_position, symbols)
     masking.check_inputs(padded_dims)
     masking.run()
+    gm.graph.eliminate_dead_code()  # masks a rule built but did not need
     gm.graph.lint()
     gm.recompile()
 
@@ -190,17 +191,11 @@ class _Masking:
         if factors is None:
             return value
         rank = len(factors)
-        padding = None
-        for dim in sorted({d % rank for d in dims}) if rank else []:
-            if not any(self.padded(f) for f in factors[dim]):
-                continue
-            shape = [1] * rank
-            shape[dim] = self.bucket(product(factors[dim]))
-            piece = self.make(aten.view.default, (self.dim_padding(factors[dim]), shape))
-            padding = piece if padding is None else self.make(aten.bitwise_or.Tensor,
-                                                               (padding, piece))
-        if padding is None:
+        padded_dims = tuple((dim, factors[dim]) for dim in sorted({d % rank for d in dims})
+                            if any(self.padded(f) for f in factors[dim])) if rank else ()
+        if not padded_dims:
             return value
+        padding = self.tensor_padding(rank, padded_dims)
         dtype = self.meta(value).dtype
         if fill in (-1, 1) and not isinstance(fill, bool):
             limit = (torch.finfo(dtype) if dtype.is_floating_point else torch.iinfo(dtype))
@@ -221,6 +216,21 @@ class _Masking:
                                (filled, [order.index(d) for d in range(rank)]), before=before)
         self.factors[masked] = factors
         return masked
+
+    def tensor_padding(self, rank, padded_dims):
+        """Bool, broadcastable to a rank-`rank` tensor: True where any of `padded_dims` (pairs of
+        dimension and factors) is at a padded position. Made once per form, in the preamble."""
+        key = ("tensor", rank, padded_dims)
+        if key not in self.cache:
+            padding = None
+            for dim, dim_factors in padded_dims:
+                shape = [1] * rank
+                shape[dim] = self.bucket(product(dim_factors))
+                piece = self.make(aten.view.default, (self.dim_padding(dim_factors), shape))
+                padding = piece if padding is None else self.make(aten.bitwise_or.Tensor,
+                                                                   (padding, piece))
+            self.cache[key] = padding
+        return self.cache[key]
 
     def replace_arg(self, node, index, new):
         args = list(node.args)

@@ -488,7 +488,11 @@ def _flash_attention(masking, node, backward):
         else:
             node.kwargs = {**node.kwargs, "attn_mask": _keys_masked(masking, node, attn_mask,
                                                                     fq[-2], fk[-2])}
-    masking.mask_args(node, tensors, lambda rank: range(rank), 0)
+    if backward or node.kwargs.get("attn_mask") is not None:
+        # The backward's sums and an additive mask would carry a NaN or inf of the padding into
+        # valid results (NaN + -inf is NaN). A causal forward never reads padded keys for a
+        # valid query: the kernel skips or overwrites them.
+        masking.mask_args(node, tensors, lambda rank: range(rank), 0)
     if backward:
         masking.factors[node] = tuple(masking.factors[node.args[k]] for k in (1, 2, 3))
     else:
