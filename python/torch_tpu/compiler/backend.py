@@ -89,7 +89,7 @@ def _compile_bucketed(gm, example_inputs, plan, kwargs, refusal):
     from . import bucketing, padding_masks
 
     with detect_fake_mode(example_inputs):
-        lengths = torch.empty(len(plan.symbols), dtype=torch.int64, device="tpu")
+        lengths = torch.empty(len(plan.symbols), dtype=torch.int64, device=plan.device)
     last_input = [node for node in gm.graph.nodes if node.op == "placeholder"][-1]
     with gm.graph.inserting_after(last_input):
         node = gm.graph.placeholder(_LENGTHS_INPUT)

@@ -69,6 +69,7 @@ class BucketPlan:
     outputs: list       # per output: ("tensor", [(dim, symbol index)]) or ("symint", expr) or None
     sources: list       # per symbol: (input position, dim or None) to read its actual value from
     unpadded: list      # (input position, dim or None) of each symbolic size left unpadded
+    device: torch.device  # where the padded tensors are: `lengths` goes there too
 
 
 def plan_dynamo_graph(gm: torch.fx.GraphModule, example_inputs,
@@ -77,7 +78,7 @@ def plan_dynamo_graph(gm: torch.fx.GraphModule, example_inputs,
     `excluded` are not padded: each of their values runs a program of its own). Raises
     Unbucketable for forms this pass does not pad (a derived input size, an input written in
     place, a non-contiguous input, an output size that is not a plain symbol)."""
-    symbols, sources, inputs = [], [], []
+    symbols, sources, inputs, devices = [], [], [], []
     # Dynamo hands the backend real example tensors; their symbolic sizes are on its inputs.
     placeholders = [node for node in gm.graph.nodes if node.op == "placeholder"]
     example_inputs = [node.meta.get("example_value", value)
@@ -127,14 +128,19 @@ def plan_dynamo_graph(gm: torch.fx.GraphModule, example_inputs,
                     dims.append((dim, symbol))
             if dims and not _statically_contiguous(value):
                 raise Unbucketable(f"input {position} is not contiguous")
+            if dims:
+                devices.append(value.device)
         inputs.append(InputPadding(position, dims))
     if not symbols:
         return None
+    if not devices or any(device != devices[0] or device.type != "tpu" for device in devices):
+        raise Unbucketable("the padded inputs are not all on one tpu device")
     _refuse_input_mutations(gm)
     uppers = [_upper_bound(shape_env, symbol) for symbol in symbols]
     outputs = [_output_narrowing(node, symbols, excluded, canonical)
                for node in _output_nodes(gm)]
-    return BucketPlan(symbols, uppers, inputs, outputs, sources, list(unpadded.values()))
+    return BucketPlan(symbols, uppers, inputs, outputs, sources, list(unpadded.values()),
+                      devices[0])
 
 
 def _statically_contiguous(value) -> bool:
@@ -262,7 +268,8 @@ class PaddedCall:
         if tensor is None:
             if len(self._lengths) > 64:
                 self._lengths.clear()
-            tensor = self._lengths[actual] = torch.tensor(actual, dtype=torch.int64, device="tpu")
+            tensor = self._lengths[actual] = torch.tensor(actual, dtype=torch.int64,
+                                                                 device=self._plan.device)
         return tensor
 
     def _narrowed(self, outputs, actual):
