@@ -97,23 +97,16 @@ def run_sample(op, sample, with_grad: bool, metadata_only: bool, result: DtypeRe
         mark(result, "backward", ERROR, first_line(error))
         return
     try:
-        compare(list(actual_grads), list(expected_grads), metadata_only,
-                noise=_failing_only(lambda: compare(list(actual_grads), list(expected_grads),
-                                                    metadata_only),
-                                    lambda: _distance_from_double(op, args, kwargs,
-                                                                  grad_outputs, expected_grads)))
+        try:
+            compare(list(actual_grads), list(expected_grads), metadata_only)
+        except AssertionError:
+            noise = _distance_from_double(op, args, kwargs, grad_outputs, expected_grads)
+            if noise is None:
+                raise
+            compare(list(actual_grads), list(expected_grads), metadata_only, noise=noise)
         mark(result, "backward", PASS, "")
     except AssertionError as error:
         mark(result, "backward", WRONG, first_line(error))
-
-
-def _failing_only(check, noise):
-    """None when `check` passes; else `noise()`, the tolerance widening to try again with."""
-    try:
-        check()
-        return None
-    except AssertionError:
-        return noise()
 
 
 def _distance_from_double(op, args, kwargs, grad_outputs, expected_grads) -> list[float] | None:

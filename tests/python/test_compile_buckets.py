@@ -31,10 +31,6 @@ def programs_bound(longest: int) -> int:
     return math.ceil(math.log2(longest)) + 1
 
 
-def no_shape_warning():
-    return warnings.catch_warnings(record=True)
-
-
 def test_a_length_sweep_compiles_a_program_per_bucket_and_equals_cpu(mode):
     def norm_rows(x):
         return F.layer_norm(x, x.shape[-1:]) * 2

@@ -220,10 +220,10 @@ def _select(masking, node):
     masking.factors[node] = factors
 
 
-def _along_static_dim(masking, node, dim_index, index_arg=None, keep_from=0):
+def _along_static_dim(masking, node, dim_index, index_arg=None):
     """An op that mixes positions along one dimension only (a split, a gather): fine while
     that dimension is not padded. Index operands are zeroed at their padding (always in range)."""
-    source = node.args[keep_from]
+    source = node.args[0]
     factors = masking.factors.get(source)
     if factors is None:
         return masking.opaque(node)
