@@ -48,6 +48,11 @@ import copy, json, os, subprocess, sys, time
 import torch, torch_tpu
 
 torch_tpu.set_mode(MODE)
+# MKL sets its vector math up on its first call; two threads making that call at once on a
+# crowded machine can get a low-accuracy half (CPU eager's first AdamW sqrt was off by 3e-4
+# relative in about 1 of 12 runs, with torch_tpu never imported). The CPU reference makes its
+# first call before the neighbours start, as the tpu runtime does before its first kernel.
+torch.ones(16).sqrt()
 if THREADS:
     torch.set_num_threads(THREADS)
 full = torch.get_num_threads()

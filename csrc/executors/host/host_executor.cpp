@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "executors/host/host_work.h"
+#include "executors/host/vector_math.h"
 #include "runtime/chip.h"
 
 namespace torch_tpu::executors::host {
@@ -37,6 +38,10 @@ runtime::Chip& chip_at(runtime::DeviceAddress address) {
 
 class HostExecutor final : public Executor {
  public:
+  // Sets MKL's vector math up on this one thread before any kernel runs on a team
+  // (vector_math.cpp says why).
+  HostExecutor() { vector_math(); }
+
   std::string name() const override { return "host"; }
   bool buffers_are_host_memory() const override { return true; }
 
