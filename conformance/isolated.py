@@ -99,11 +99,13 @@ def child_env(mode: str, runtime: str = "host", max_samples: int | None = None,
               compile_backend: str | None = None) -> dict[str, str]:
     """The environment for children: ours without TORCH_TPU_*/TPU_* settings, plus `mode`,
     `runtime`, the sample cap (CONFORMANCE_MAX_SAMPLES) and the torch.compile backend
-    (CONFORMANCE_COMPILE_BACKEND), when given."""
+    (CONFORMANCE_COMPILE_BACKEND), when given. Random ops draw CPU's stream of numbers
+    (TORCH_TPU_RNG=cpu): the sweeps compare them with CPU's from the same seed."""
     env = {k: v for k, v in os.environ.items()
            if not k.startswith(("TORCH_TPU_", "TPU_")) and k not in (MAX_SAMPLES, COMPILE_BACKEND)}
     env["TORCH_TPU_MODE"] = mode
     env["TORCH_TPU_RUNTIME"] = runtime
+    env["TORCH_TPU_RNG"] = "cpu"
     if max_samples is not None:
         env[MAX_SAMPLES] = str(max_samples)
     if compile_backend is not None:

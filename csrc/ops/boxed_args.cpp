@@ -3,7 +3,6 @@
 #include <ATen/EmptyTensor.h>
 
 #include "executors/host/aliasing_views.h"
-#include "privateuse1/generator.h"
 #include "privateuse1/tpu_tensor.h"
 
 namespace torch_tpu::ops {
@@ -49,14 +48,12 @@ c10::IValue map_tensors(const c10::IValue& value, Fn&& fn) {
   return value;
 }
 
-// Non-tensor arguments as the CPU kernel needs them: tpu generators -> their CPU generators,
-// tpu devices -> cpu.
+// Non-tensor arguments as the CPU kernel needs them: tpu devices -> cpu. (Generators are CPU
+// ones already: a random op's stream, taken at issue by the generic kernel.)
 c10::IValue cpu_side_value(const c10::IValue& value) {
   if (value.isGenerator()) {
-    const at::Generator& generator = value.toGenerator();
-    if (generator.device().type() == c10::DeviceType::PrivateUse1) {
-      return privateuse1::cpu_generator_for(generator);
-    }
+    TORCH_INTERNAL_ASSERT(value.toGenerator().device().is_cpu(),
+                          "a tpu generator reached a CPU kernel without its op stream");
   } else if (value.isDevice() && value.toDevice().type() == c10::DeviceType::PrivateUse1) {
     return c10::Device(c10::kCPU);
   }

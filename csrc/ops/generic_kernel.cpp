@@ -5,6 +5,9 @@
 // zero-copy views of chip memory (DESIGN §2, executors/host). Ops whose outputs depend on data
 // take the counted synchronous fallback instead, which keeps aliasing and in-place semantics
 // because the CPU views alias chip memory.
+#include <algorithm>
+#include <cstdint>
+
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/EmptyTensor.h>
 #include <ATen/MemoryOverlap.h>
@@ -327,9 +330,27 @@ OutputSpecs infer_output_specs(const c10::OperatorHandle& op, const OpPlan& plan
   return {ReturnSpec{ReturnSpec::Kind::kSyncFallback, {}}};
 }
 
-// A random op given no generator must draw from the chip's default generator, not the CPU
-// kernel's default (the CPU generator), so tpu seeds and RNG state mean what they say.
-void use_tpu_default_generator(const OpPlan& plan, c10::Device device, torch::jit::Stack& args) {
+// How many numbers a random op draws, for its generator's offset: its largest tensor's
+// elements (the tensor it fills, or its input: dropout, bernoulli), at least one.
+uint64_t random_draws(const torch::jit::Stack& args) {
+  int64_t draws = 1;
+  const auto count = [&](const c10::IValue& value) {
+    if (value.isTensor() && value.toTensor().defined()) draws = std::max(draws, value.toTensor().numel());
+  };
+  for (const c10::IValue& value : args) {
+    if (value.isTensorList()) {
+      for (const c10::IValue& item : value.toListRef()) count(item);
+    } else {
+      count(value);
+    }
+  }
+  return static_cast<uint64_t>(draws);
+}
+
+// A random op's generators, taken at issue (privateuse1/generator.h): the one given, or the
+// chip's default (not the CPU kernel's default, the CPU generator, so tpu seeds and RNG state
+// mean what they say), each replaced by the CPU generator that this op's kernel draws from.
+void take_op_streams(const OpPlan& plan, c10::Device device, torch::jit::Stack& args) {
   for (const size_t i : plan.generator_args) {
     if (args[i].isNone()) {
       args[i] = privateuse1::default_generator(device.index());
@@ -339,6 +360,10 @@ void use_tpu_default_generator(const OpPlan& plan, c10::Device device, torch::ji
                   "Expected a 'tpu' device type for generator but found '",
                   generator_device.type(), "'");
     }
+  }
+  const uint64_t draws = random_draws(args);
+  for (const size_t i : plan.generator_args) {
+    args[i] = privateuse1::op_stream_for(args[i].toGenerator(), draws);
   }
 }
 
@@ -433,10 +458,10 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
   const c10::FunctionSchema& schema = op.schema();
   const c10::Device device = common_tpu_device(schema, args, plan.accepts_cpu_tensors);
   const c10::DeviceGuard guard(device);
-  torch::jit::Stack with_generators;  // random ops only: their arguments, generators filled in
+  torch::jit::Stack with_generators;  // random ops only: their arguments, with op streams
   if (!plan.generator_args.empty()) {
     with_generators = args.vec();
-    use_tpu_default_generator(plan, device, with_generators);
+    take_op_streams(plan, device, with_generators);
     args = with_generators;
   }
   torch::jit::Stack results;

@@ -203,5 +203,36 @@ def fsdp2_default_mesh(ctx: Ctx) -> None:
     compare(ctx, model, losses, ref, ref_losses, "FSDP2 default mesh")
 
 
+@checks()
+def fsdp2_meta_init_reset_parameters(ctx: Ctx) -> None:
+    """PyTorch's FSDP2 example's initialisation: the model built on the meta device, sharded,
+    materialised with ``to_empty`` and initialised by each module's ``reset_parameters`` (random
+    ops on DTensor shards); then it trains. Every rank's shard is initialised (finite, within
+    nn.Linear's bound, not all alike), and the same seed gives the same model."""
+    def initialised():
+        with torch.device("meta"):
+            model = Transformer(seed=7)
+        shard(ctx, model)
+        model.to_empty(device=ctx.device)
+        torch.manual_seed(3)
+        for module in model.modules():
+            if hasattr(module, "reset_parameters"):
+                module.reset_parameters()
+        torch.nn.init.normal_(model.pos, std=0.02)  # a bare parameter: its owner initialises it
+        return model
+
+    model = initialised()
+    weight = model.layers[0].attn.wq.weight
+    assert isinstance(weight, DTensor) and weight.to_local().device == ctx.device
+    full = weight.full_tensor().cpu()
+    bound = 1 / full.shape[1] ** 0.5  # nn.Linear's kaiming_uniform_(a=sqrt(5)) bound
+    assert torch.isfinite(full).all() and full.abs().max().item() <= bound, full.abs().max()
+    assert full.std().item() > bound / 4, full.std()  # drawn, not left as it was allocated
+    again = initialised().layers[0].attn.wq.weight.full_tensor()
+    expect_close(again, full, "the same seed initialises the same model", rtol=0, atol=0)
+    losses = train_fsdp(ctx, model, "sgd")
+    assert all(torch.isfinite(torch.tensor(losses))), losses  # it trains from that start
+
+
 if __name__ == "__main__":
     main(checks)

@@ -71,6 +71,44 @@ def dtensor_redistribute(ctx: Ctx) -> None:
     expect_close(d.sum().full_tensor(), x.sum(), "sum of Shard(0)", ctx.device, rtol=1e-5, atol=1e-4)
 
 
+def gathered_locals(local: torch.Tensor, mesh) -> torch.Tensor:
+    """Every rank's local tensor, stacked along dim 0 in rank order (an all-gather)."""
+    return DTensor.from_local(local.unsqueeze(0), mesh, [Shard(0)]).full_tensor()
+
+
+@checks()
+def dtensor_random_ops(ctx: Ctx) -> None:
+    """Random ops on DTensors (the initialisers FSDP2's reset_parameters calls): a sharded
+    tensor's shards draw different numbers, a replicated one the same numbers on every rank,
+    the same seed draws the same tensor again, and every rank's generator ends at the same
+    offset, so later draws agree too."""
+    mesh = mesh_of(ctx)
+    rows = 4 * ctx.world
+
+    def sharded_normal(seed: int) -> torch.Tensor:
+        torch.manual_seed(seed)
+        return torch.nn.init.normal_(distribute_tensor(torch.empty(rows, 6, device=ctx.device), mesh, [Shard(0)]))
+
+    first = sharded_normal(0)
+    assert first.to_local().device == ctx.device
+    whole = first.full_tensor().cpu()
+    assert 0.3 < whole.std().item() < 3.0, whole.std()
+    expect_close(sharded_normal(0).full_tensor(), whole, "the same seed, the same sharded draw",
+                 rtol=0, atol=0)
+    if ctx.device_type != "cpu":  # on CPU DTensor keeps no RNG offsets: every shard draws alike
+        shards = whole.chunk(ctx.world)
+        for i in range(1, ctx.world):
+            assert not torch.equal(shards[0], shards[i]), f"shards 0 and {i} drew the same numbers"
+        offsets = gathered_locals(torch.tpu.get_rng_state().to(ctx.device), mesh).cpu()
+        assert all(torch.equal(offsets[0], o) for o in offsets), f"generator states differ: {offsets}"
+    replicated = distribute_tensor(torch.empty(5, 3, device=ctx.device), mesh, [Replicate()])
+    torch.nn.init.uniform_(replicated, -1, 1)
+    copies = gathered_locals(replicated.to_local(), mesh).cpu()
+    for i in range(1, ctx.world):
+        expect_close(copies[i], copies[0], f"replica {i} of a replicated draw", rtol=0, atol=0)
+    assert -1 <= copies.min().item() and copies.max().item() <= 1
+
+
 def tp_plan(sequence_parallel: bool) -> dict:
     if not sequence_parallel:
         return {"attn.wq": ColwiseParallel(), "attn.wk": ColwiseParallel(), "attn.wv": ColwiseParallel(),
