@@ -85,6 +85,19 @@ def fusion():
     return torch_tpu.metrics()["fusion"]
 
 
+@pytest.fixture
+def fresh_dynamo():
+    """Dynamo's caches and the compile counters reset before and after the test (the
+    torch.compile test modules use it module-wide: pytestmark usefixtures)."""
+    import torch._dynamo
+
+    from torch_tpu.compiler import reset_compile_metrics
+    torch._dynamo.reset()
+    reset_compile_metrics()
+    yield
+    torch._dynamo.reset()
+
+
 @pytest.fixture(params=MODES)
 def mode(request):
     """Runs the test once per execution mode; the autouse fixture restores Strict after."""

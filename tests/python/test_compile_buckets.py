@@ -18,12 +18,7 @@ from torch_tpu.compiler import compile_metrics, reset_compile_metrics
 from torch_tpu.demo.llama import Llama, LlamaConfig
 
 
-@pytest.fixture(autouse=True)
-def _fresh_dynamo():
-    torch._dynamo.reset()
-    reset_compile_metrics()
-    yield
-    torch._dynamo.reset()
+pytestmark = pytest.mark.usefixtures("fresh_dynamo")
 
 
 def programs_bound(longest: int) -> int:
