@@ -21,6 +21,7 @@ from torch.utils import _pytree as pytree
 from ..comparison import (ERROR, PASS, SKIP, WRONG, compare, differentiable_outputs,
                           fallback_total, first_line, grads, mark, note_new_fallbacks,
                           paired_grad_inputs, spread, to_cpu)
+from ..random_replay import RecordDraws, ReplayDraws, Unreplayable
 
 # The dtypes ModuleInfo entries list on CPU, in report order.
 DTYPES = {"float32": torch.float32, "float64": torch.float64,
@@ -85,17 +86,22 @@ def widened(tensor: torch.Tensor, dtype) -> torch.Tensor:
 
 
 def noise_references(reference, dtype) -> list[Step]:
-    """CPU's one-thread step and, for modules below float64 that draw no random numbers (their
-    float64 draws would differ), its float64 step."""
-    steps = [reference(threads=1)]
+    """CPU's one-thread step and, below float64, its float64 step, drawing the one-thread
+    step's random numbers (random_replay.py; without one where the draws cannot be replayed)."""
+    recorded = RecordDraws()
+    try:
+        with recorded:
+            steps = [reference(threads=1)]
+    except Unreplayable:
+        return [reference(threads=1)]
     if dtype != torch.float64:
-        torch.manual_seed(1)  # step() seeds the same way: a changed state after it means draws
-        seeded = torch.get_rng_state()
+        replay = ReplayDraws(recorded)
         try:
-            exact = reference(in_dtype=torch.float64)
+            with replay:
+                exact = reference(in_dtype=torch.float64)
         except Exception:  # noqa: BLE001 (float32-only modules keep the thread spread alone)
             return steps
-        if torch.equal(seeded, torch.get_rng_state()):
+        if replay.complete():
             steps.append(exact)
     return steps
 

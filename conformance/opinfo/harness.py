@@ -21,6 +21,7 @@ from ..comparison import (ERROR, PASS, SKIP, WRONG, compare, differentiable_outp
                           fallback_total, first_line, grads, leaves_requiring_grad, mark,
                           note_new_fallbacks, to_cpu)
 from ..isolated import max_samples
+from ..random_replay import RecordDraws, ReplayDraws
 from .known_failures import METADATA_ONLY
 
 # The dtypes the issue tracks, in report order.
@@ -117,9 +118,24 @@ def _distance_from_double(op, args, kwargs, grad_outputs, expected_grads) -> lis
         if isinstance(value, torch.Tensor) and value.dtype == torch.float32:
             return value.detach().double().requires_grad_(value.requires_grad)
         return value
+
+    def copied(value):  # for a rerun: the op may update its inputs
+        if isinstance(value, torch.Tensor):
+            return value.detach().clone().requires_grad_(value.requires_grad)
+        return value
     try:
+        # The float64 run draws the float32 run's random numbers (random_replay.py).
+        copied_args, copied_kwargs = torch.utils._pytree.tree_map(copied, (args, kwargs))
+        recorded = RecordDraws()
+        torch.manual_seed(0)
+        with recorded:
+            op(*copied_args, **copied_kwargs)
         double_args, double_kwargs = torch.utils._pytree.tree_map(widened, (args, kwargs))
-        outputs = differentiable_outputs(op(*double_args, **double_kwargs))
+        replay = ReplayDraws(recorded)
+        with replay:
+            outputs = differentiable_outputs(op(*double_args, **double_kwargs))
+        if not replay.complete():
+            return None
         exact = grads(outputs, leaves_requiring_grad((double_args, double_kwargs)),
                       [g.double() for g in grad_outputs])
     except Exception:  # noqa: BLE001 (no float64 reference: the default tolerance stands)

@@ -50,7 +50,8 @@ def test_hugging_face_fast_tier_has_no_regressions(mode, runtime):
     assert "0 regressions" in result.stdout
 
 
-@pytest.mark.parametrize("runtime,mode", [("host", "strict"), ("host", "fused"), ("pjrt", "strict")])
+@pytest.mark.parametrize("runtime,mode", [("host", "strict"), ("host", "fused"), ("pjrt", "strict"),
+                                          ("pjrt", "fused")])
 def test_module_sweep_has_no_regressions(runtime, mode):
     result = run_check("conformance.modules", mode, runtime)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
