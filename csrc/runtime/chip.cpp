@@ -190,6 +190,14 @@ Runtime::Runtime() {
   (void)registered;
 }
 
+// In a forked child the chips are the parent's: their queue threads are not here, and
+// destroying a queue's condition variable would wait for waiters that were those threads
+// (the child hung at exit). They are left as they are; the process is ending.
+Runtime::~Runtime() {
+  if (!in_forked_child()) return;
+  for (std::unique_ptr<Chip>& chip : chips_) static_cast<void>(chip.release());
+}
+
 Chip& Runtime::chip(int index) {
   if (index < 0 || index >= chip_count()) {
     throw RuntimeError("invalid tpu device index " + std::to_string(index) + ": there are " +

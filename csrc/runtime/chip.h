@@ -97,6 +97,7 @@ class Runtime {
 
  private:
   Runtime();
+  ~Runtime();
   std::vector<std::unique_ptr<Chip>> chips_;
 };
 

@@ -1,4 +1,4 @@
-"""Clean interpreter exit after backward passes on tpu.
+"""Clean interpreter exit after backward passes on tpu, and with work still queued.
 
 PyTorch runs a tpu backward on an autograd device thread, and stashes the caller's
 contextvars context in the graph task (torch/autograd/graph.py, _engine_run_backward). The
@@ -10,9 +10,15 @@ through the engine (no stashed context): each device thread must drop its previo
 before it can run ours, and our wait releases the GIL, so the drop happens while Python is
 still fully alive. Fused mode's saved-tensor hooks are removed first: a saved tensor packed
 by a Python hook is itself a Python object the device thread would have to drop.
+
+Then every chip finishes its queued work, as a CUDA program's kernels finish before it exits:
+left to the runtime's own teardown, kernels would run during C++ static destruction, after
+libraries they call have destroyed their state (a GELU queued at exit crashed in oneDNN's
+destroyed primitive list). A failure of that work is printed, not raised: the program is done.
 """
 
 import atexit
+import sys
 
 import torch
 
@@ -20,8 +26,6 @@ from . import _saved_recipes
 
 
 def _release_autograd_graph_tasks():
-    if not torch.tpu.is_initialized():
-        return  # no tpu tensor was ever made, so no backward ran on a chip
     _saved_recipes.remove()
     engine = torch.autograd.Variable._execution_engine
     for index in range(torch.tpu.device_count()):
@@ -35,5 +39,20 @@ def _release_autograd_graph_tasks():
             pass
 
 
+def _finish_queued_work():
+    for index in range(torch.tpu.device_count()):
+        try:
+            torch.tpu.synchronize(index)
+        except Exception as error:  # noqa: BLE001 (reported: exit goes on)
+            print(f"torch_tpu: work queued on tpu:{index} failed at exit: {error}", file=sys.stderr)
+
+
+def _at_exit():
+    if not torch.tpu.is_initialized() or torch.tpu._is_in_bad_fork():
+        return  # nothing ran on a chip here (a forked child's chips are its parent's)
+    _release_autograd_graph_tasks()
+    _finish_queued_work()
+
+
 def install():
-    atexit.register(_release_autograd_graph_tasks)
+    atexit.register(_at_exit)

@@ -273,3 +273,37 @@ print(json.dumps({"seconds": seconds, "events": len(events), "addmm": len(addmm)
     assert out["addmm"] == 40 and out["negative"] == 0, out
     assert 0 < out["addmm_device_us"] < 10e6 and out["largest_cpu_us"] < 10e6, out
     assert out["seconds"] < 5, out  # it was 11.5 s, every op raising inside the profiler
+
+
+def test_a_child_forked_after_tpu_started_exits_normally_and_quietly():
+    # sys.exit in the child runs the exit handlers: the chips it inherited are its parent's,
+    # left alone (destroying their queues waited forever for the parent's threads).
+    result = run_python("""
+import os, sys, torch, torch_tpu
+(torch.ones(3, device="tpu") + 1).cpu()
+pid = os.fork()
+if pid == 0:
+    sys.exit(0)
+_, status = os.waitpid(pid, 0)
+print("child status", status)
+""", timeout=60)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "child status 0"
+    assert "tpu" not in result.stderr
+
+
+def test_work_still_queued_at_exit_runs_before_the_libraries_it_calls_are_torn_down():
+    # Kernels left queued (on the default and a side stream) used to run during C++ static
+    # destruction, after oneDNN had destroyed its state: GELU on a 3-d tensor crashed there.
+    result = run_python("""
+import torch, torch_tpu
+x = torch.randn(8, 256, 1024, device="tpu")
+with torch.tpu.stream(torch.tpu.Stream()):
+    y = x
+    for _ in range(300):
+        y = torch.nn.functional.gelu(y)
+for _ in range(300):
+    x = torch.nn.functional.gelu(x)
+""", timeout=120)
+    assert result.returncode == 0, (result.returncode, result.stderr[-2000:])
+    assert result.stderr == ""
