@@ -11,7 +11,7 @@ before it can run ours, and our wait releases the GIL, so the drop happens while
 still fully alive. Fused mode's saved-tensor hooks are removed first: a saved tensor packed
 by a Python hook is itself a Python object the device thread would have to drop.
 
-Then every chip finishes its queued work, as a CUDA program's kernels finish before it exits:
+Before that, every chip finishes its queued work, as a CUDA program's kernels finish before it exits:
 left to the runtime's own teardown, kernels would run during C++ static destruction, after
 libraries they call have destroyed their state (a GELU queued at exit crashed in oneDNN's
 destroyed primitive list). A failure of that work is printed, not raised: the program is done.
@@ -50,8 +50,8 @@ def _finish_queued_work():
 def _at_exit():
     if not torch.tpu.is_initialized() or torch.tpu._is_in_bad_fork():
         return  # nothing ran on a chip here (a forked child's chips are its parent's)
+    _finish_queued_work()  # first: the release's own tiny backward is no work of the program's
     _release_autograd_graph_tasks()
-    _finish_queued_work()
 
 
 def install():
