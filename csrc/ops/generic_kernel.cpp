@@ -367,15 +367,24 @@ void take_op_streams(const OpPlan& plan, c10::Device device, torch::jit::Stack& 
   }
 }
 
-// Fused mode notes the result of a functional pointwise call (add.Tensor, or an out= call that
-// writes only its one out= argument), which autograd may keep as a recipe instead of the
-// buffer (ops/saved_recipes.h).
+// Fused mode notes what autograd may keep as a recipe instead of the buffer
+// (ops/saved_recipes.h): the result of a functional pointwise call (add.Tensor, or an out=
+// call that writes only its one out= argument), the value an in-place pointwise call writes
+// over a noted result (relu_ after a batch norm), a normalization's first output.
 void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
                           BoxedArgs args, const std::vector<at::Tensor>& outputs,
                           const std::vector<at::Tensor>& fresh) {
-  if (outputs.size() != 1) return;
+  if (plan.recomputable_normalization) {
+    if (fresh.size() == outputs.size()) note_normalization_result(op, args, outputs.front());
+    return;
+  }
+  if (!plan.pointwise || outputs.size() != 1) return;
   if (!plan.mutates_args) {
     if (fresh.size() == 1) note_recomputable_result(op, args, outputs.front());
+    return;
+  }
+  if (plan.functional_of_inplace.has_value()) {
+    note_recomputable_update(*plan.functional_of_inplace, args, args[0].toTensor());
     return;
   }
   const size_t n = args.size();
@@ -555,13 +564,13 @@ torch::jit::Stack run_generic_kernel(const c10::OperatorHandle& op, BoxedArgs ar
       }
       cached->mark_expressible();
     }
-    if (saved_recipes_enabled() && plan.pointwise) note_if_recomputable(op, plan, args, outputs, fresh);
+    if (saved_recipes_enabled()) note_if_recomputable(op, plan, args, outputs, fresh);
     engine::launch_described(device.index(), plan.name.c_str(), compiled_with_its_program,
                              std::move(description));
   } else if (fused) {
     auto description = describe_op(plan, args, outputs, fresh, queued);
     record_node(schema, plan, args, results, fresh, *description);
-    if (saved_recipes_enabled() && plan.pointwise) note_if_recomputable(op, plan, args, outputs, fresh);
+    if (saved_recipes_enabled()) note_if_recomputable(op, plan, args, outputs, fresh);
     engine::launch_described(device.index(), plan.name.c_str(),
                              [queued = std::move(queued)] { executors::host::run_kernel_call(*queued); },
                              std::move(description));

@@ -1,5 +1,6 @@
 #include "ops/op_plan.h"
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -8,6 +9,7 @@
 #include "ops/cpu_output_rules.h"
 #include "ops/op_description.h"
 #include "ops/out_variants.h"
+#include "ops/saved_recipes.h"
 #include "ops/structured_meta.h"
 
 namespace torch_tpu::ops {
@@ -87,6 +89,7 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
   plan->scalar_values_shape_outputs = name == "aten::arange" || name == "aten::range" ||
                                       name == "aten::linspace" || name == "aten::logspace";
   plan->pointwise = is_pointwise_op(name) && plan->generator_args.empty();
+  plan->recomputable_normalization = is_recomputable_normalization(name);
   plan->may_write_overlapping_elements = name.rfind("aten::masked_fill", 0) == 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::Argument& arg = args[i];
@@ -96,6 +99,10 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
     plan->written_args.push_back(written);
     plan->out_args.push_back(written && arg.kwarg_only());
   }
+  const bool writes_only_self = !plan->written_args.empty() && plan->written_args[0] &&
+                                !plan->out_args[0] &&
+                                std::count(plan->written_args.begin(), plan->written_args.end(), true) == 1;
+  if (plan->pointwise && writes_only_self) plan->functional_of_inplace = functional_of_inplace(op);
   plan->shape_function = structured_meta_kernel(op.operator_name());
   plan->accepts_cpu_tensors = name == "aten::index" || name == "aten::index_put_" ||
                               name == "aten::_index_put_impl_" || name == "aten::index_put";

@@ -36,6 +36,12 @@ struct OpPlan {
   // Fused mode: a pointwise op (outputs elementwise in its broadcast inputs, no randomness),
   // which the fused loop engine may run in chunks (ops/op_description.h).
   bool pointwise = false;
+  // Fused mode: a normalization whose first output autograd may keep as a recipe
+  // (ops/saved_recipes.h).
+  bool recomputable_normalization = false;
+  // Fused mode: for an in-place pointwise op (relu_), its functional form, for the recipe of
+  // the value it writes (ops/saved_recipes.h).
+  std::optional<c10::OperatorHandle> functional_of_inplace;
   // A pointwise op ATen lets write a tensor whose elements share memory (masked_fill_ on an
   // expanded view: only deprecated); the call-time overlap check spares it.
   bool may_write_overlapping_elements = false;

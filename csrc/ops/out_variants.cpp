@@ -112,4 +112,16 @@ std::optional<c10::OperatorHandle> functional_variant_of(const c10::OperatorHand
   return found;
 }
 
+std::optional<c10::OperatorHandle> functional_of_inplace(const c10::OperatorHandle& inplace) {
+  const std::string& name = inplace.schema().name();
+  if (name.size() < 2 || name.back() != '_' || name.ends_with("__")) return std::nullopt;
+  auto functional = c10::Dispatcher::singleton().findSchema(
+      {name.substr(0, name.size() - 1), inplace.schema().overload_name()});
+  if (!functional.has_value() ||
+      functional->schema().arguments().size() != inplace.schema().arguments().size()) {
+    return std::nullopt;
+  }
+  return functional;
+}
+
 }  // namespace torch_tpu::ops

@@ -17,4 +17,9 @@ std::optional<c10::OperatorHandle> out_variant_of(const c10::OperatorHandle& fun
 // Its arguments are `out`'s minus the trailing out= ones. Cached per op; thread-safe.
 std::optional<c10::OperatorHandle> functional_variant_of(const c10::OperatorHandle& out);
 
+// The functional op of an in-place one (relu_ -> relu, add_.Tensor -> add.Tensor): the name
+// without its trailing underscore, the same overload, the same arguments. Not cached (a
+// dispatcher lookup); nothing for dunder names (__iand__).
+std::optional<c10::OperatorHandle> functional_of_inplace(const c10::OperatorHandle& inplace);
+
 }  // namespace torch_tpu::ops

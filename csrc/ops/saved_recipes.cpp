@@ -1,5 +1,6 @@
 #include "ops/saved_recipes.h"
 
+#include <algorithm>
 #include <atomic>
 #include <mutex>
 #include <unordered_map>
@@ -20,6 +21,20 @@ TensorGeometry geometry_of(const at::Tensor& tensor) {
 
 uint32_t version_of(const at::Tensor& tensor) { return tensor._version(); }
 
+// An input nobody keeps is copied into the recipe if it is this many times smaller than the
+// result at least: a batch norm's bias (one number a channel) beside its output.
+constexpr size_t kSnapshotRatio = 16;
+
+// How many producers deep a recipe may recompute inputs nobody keeps: each level is work
+// backward does again.
+constexpr int kMostNestedProducers = 2;
+
+// A recipe argument to replace by a copy of itself once the recipe is made.
+struct Snapshot {
+  SavedRecipe* recipe;
+  size_t arg;
+};
+
 // A pointwise result as recorded: enough to make a recipe while its inputs live.
 struct NotedResult {
   struct Input {
@@ -36,6 +51,11 @@ struct NotedResult {
   WeakStorage storage;
   uint32_t version;
   TensorGeometry geometry;
+  size_t result_bytes;
+  // An in-place op's note: argument `previous_arg` was this storage's earlier value, itself
+  // noted (note_recomputable_update).
+  std::shared_ptr<const NotedResult> previous;
+  size_t previous_arg = 0;
 };
 
 // Everything is keyed by storage identity; an entry whose weak storage expired is stale (the
@@ -49,11 +69,16 @@ class Registry {
     results_.insert_or_assign(key, std::move(result));
   }
 
-  std::shared_ptr<const SavedRecipe> recipe_for(const at::Tensor& saved) {
+
+  // A recipe for `saved`, or null; `snapshots` lists its arguments to copy (after the lock is
+  // released: copying dispatches an op).
+  std::shared_ptr<const SavedRecipe> recipe_for(const at::Tensor& saved,
+                                                std::vector<Snapshot>& snapshots) {
     const c10::StorageImpl* key = saved.storage().unsafeGetStorageImpl();
     std::lock_guard<std::mutex> lock(mutex_);
     sweep_now_and_then();
-    auto recipe = make_recipe(saved, key);
+    auto recipe = make_recipe(saved, key, snapshots);
+    if (recipe == nullptr) snapshots.clear();
     if (recipe) {
       recipes_.insert_or_assign(key, KeptRecipe{weak(saved), recipe});
       ++stats_.recipes;
@@ -104,7 +129,13 @@ class Registry {
   // Saved by autograd itself (its storage, through any tensor). Then changing it in place
   // before backward raises in Strict too, so recomputing from it adds no new error; a
   // parameter nobody saved may be changed freely, so it does not count.
-  bool kept_anyway(const c10::StorageImpl* storage) { return live_entry(kept_, storage) != nullptr; }
+  // (Still: an alias is alive. A graph that kept it may have run backward since.)
+  bool kept_anyway(const c10::StorageImpl* storage) {
+    const KeptTensors* kept = live_entry(kept_, storage);
+    return kept != nullptr &&
+           std::any_of(kept->aliases.begin(), kept->aliases.end(),
+                       [](const WeakTensor& alias) { return !alias.expired(); });
+  }
 
   // An alias autograd keeps of `storage` viewed as `geometry`: an op's input whose own tensor
   // died (a temporary such as `x @ w` in `silu(x @ w)`) while autograd keeps it.
@@ -126,18 +157,42 @@ class Registry {
   }
 
   std::shared_ptr<const SavedRecipe> make_recipe(const at::Tensor& saved,
-                                                 const c10::StorageImpl* key) {
+                                                 const c10::StorageImpl* key,
+                                                 std::vector<Snapshot>& snapshots) {
     NotedResult* noted = live_entry(results_, key);
     // Only a value that still is what the op computed.
     if (noted == nullptr || version_of(saved) != noted->version) return nullptr;
-    auto recipe = std::make_shared<SavedRecipe>();
-    recipe->op = noted->op;
-    recipe->args = noted->args;
-    recipe->result = noted->geometry;
+    std::shared_ptr<SavedRecipe> recipe;
+    if (std::shared_ptr<const SavedRecipe> earlier = live_recipe(key);
+        earlier != nullptr && earlier->version == noted->version) {
+      // Another saved tensor of this value has its recipe (ReLU's result, then the next
+      // layer's input): the same one, whose inputs nobody kept may have died since.
+      recipe = std::make_shared<SavedRecipe>(*earlier);
+    } else {
+      recipe = recipe_from(*noted, snapshots);
+    }
+    if (recipe == nullptr) return nullptr;
     recipe->view = geometry_of(saved);
     recipe->counter = saved.unsafeGetTensorImpl()->version_counter();
     recipe->version = version_of(saved);
-    for (const NotedResult::Input& input : noted->inputs) {
+    return recipe;
+  }
+
+  // The recipe of the value `noted` describes, if each of its inputs is usable (kept anyway,
+  // unchanged, or itself a recipe); null otherwise.
+  std::shared_ptr<SavedRecipe> recipe_from(const NotedResult& noted, std::vector<Snapshot>& snapshots,
+                                           int depth = 0) {
+    auto recipe = std::make_shared<SavedRecipe>();
+    recipe->op = noted.op;
+    recipe->args = noted.args;
+    recipe->result = noted.geometry;
+    recipe->view = noted.geometry;
+    if (noted.previous != nullptr) {
+      std::shared_ptr<SavedRecipe> previous = recipe_from(*noted.previous, snapshots, depth + 1);
+      if (previous == nullptr) return nullptr;
+      recipe->nested.push_back({noted.previous_arg, std::move(previous), noted.previous->geometry});
+    }
+    for (const NotedResult::Input& input : noted.inputs) {
       const c10::StorageImpl* input_key = input.storage._unsafe_get_target();
       if (auto impl = input.tensor.lock()) {
         at::Tensor tensor(std::move(impl));
@@ -145,6 +200,17 @@ class Registry {
         if (kept_anyway(input_key)) {
           recipe->versions.emplace_back(input.arg, input.version);
           recipe->args[input.arg] = std::move(tensor);
+          continue;
+        }
+        if (tensor.unsafeGetTensorImpl()->is_wrapped_number()) {
+          // A Python number made a tensor for this call (`x * 2.0`): nobody else holds it.
+          recipe->args[input.arg] = std::move(tensor);
+          continue;
+        }
+        if (tensor.nbytes() * kSnapshotRatio <= noted.result_bytes) {
+          // A small input nobody keeps (a batch norm's bias): the recipe keeps a copy.
+          recipe->args[input.arg] = std::move(tensor);
+          snapshots.push_back({recipe.get(), input.arg});
           continue;
         }
       } else if (std::optional<at::Tensor> alias = kept_alias(input_key, input.geometry)) {
@@ -163,8 +229,16 @@ class Registry {
           continue;
         }
       }
-      // A dead input (or one nobody keeps): usable only if it is itself kept as a recipe.
-      std::shared_ptr<const SavedRecipe> nested = live_recipe(input_key);
+      // A dead input (or one nobody keeps): usable if it is itself kept as a recipe, or
+      // recomputable itself (a batch norm's output under a ReLU, which keeps only its own
+      // result) as it was when this op read it.
+      if (std::shared_ptr<const SavedRecipe> kept = live_recipe(input_key)) {
+        recipe->nested.push_back({input.arg, std::move(kept), input.geometry});
+        continue;
+      }
+      NotedResult* producer = depth < kMostNestedProducers ? live_entry(results_, input_key) : nullptr;
+      if (producer == nullptr || producer->version != input.version) return nullptr;
+      std::shared_ptr<SavedRecipe> nested = recipe_from(*producer, snapshots, depth + 1);
       if (nested == nullptr) return nullptr;
       recipe->nested.push_back({input.arg, std::move(nested), input.geometry});
     }
@@ -180,6 +254,20 @@ class Registry {
     if (kept == nullptr) kept = &kept_.insert_or_assign(key, KeptTensors{weak(alias), {}}).first->second;
     std::erase_if(kept->aliases, [](const WeakTensor& t) { return t.expired(); });
     kept->aliases.emplace_back(alias.getIntrusivePtr());
+  }
+
+  // `update` of `self`'s storage, chained to the value noted for it if `self` is that whole
+  // value, unchanged; otherwise nothing is noted (the old note is stale by its version).
+  void note_update(NotedResult update, const at::Tensor& self) {
+    const c10::StorageImpl* key = self.storage().unsafeGetStorageImpl();
+    std::lock_guard<std::mutex> lock(mutex_);
+    NotedResult* previous = live_entry(results_, key);
+    if (previous == nullptr || previous->version != version_of(self) ||
+        previous->geometry != geometry_of(self)) {
+      return;
+    }
+    update.previous = std::make_shared<const NotedResult>(std::move(*previous));
+    results_.insert_or_assign(key, std::move(update));
   }
 
  private:
@@ -223,28 +311,42 @@ at::Tensor view_as(const at::Tensor& result, const TensorGeometry& computed,
 bool saved_recipes_enabled() { return g_enabled.load(std::memory_order_relaxed); }
 void set_saved_recipes_enabled(bool enabled) { g_enabled.store(enabled); }
 
-void note_recomputable_result(const c10::OperatorHandle& op, BoxedArgs args,
-                           const at::Tensor& output) {
-  // Autograd saves only what it computes with grad mode on from an input that requires grad:
-  // any other result (inference, the optimizer step, buffers) never gets asked for a recipe,
-  // and noting it cost the host ~0.2 ms per demo training step.
-  if (!c10::GradMode::is_enabled()) return;
-  bool needs_grad = false;
+namespace {
+
+// Autograd saves only what it computes with grad mode on from an input that requires grad:
+// any other result (inference, the optimizer step, buffers) never gets asked for a recipe,
+// and noting it cost the host ~0.2 ms per demo training step.
+bool autograd_may_save(BoxedArgs args) {
+  if (!c10::GradMode::is_enabled()) return false;
   for (const c10::IValue& arg : args) {
-    if (arg.isTensor() && arg.toTensor().defined() && arg.toTensor().requires_grad()) {
-      needs_grad = true;
-      break;
-    }
+    if (arg.isTensor() && arg.toTensor().defined() && arg.toTensor().requires_grad()) return true;
   }
-  if (!needs_grad) return;
-  NotedResult noted{op, args.vec(), {}, WeakStorage(output.storage().getWeakStorageImpl()),
-                    version_of(output), geometry_of(output)};
+  return false;
+}
+
+// A shape (native_layer_norm's normalized_shape, a SymInt[] boxed as a generic list).
+bool is_int_list(const c10::IValue& arg) {
+  if (arg.isIntList()) return true;
+  for (const c10::IValue& element : arg.toListRef()) {
+    if (!element.isInt()) return false;
+  }
+  return true;
+}
+
+// `op`'s call on `args` giving a value of `result`'s storage at `version`, its tensors held
+// weakly; argument `previous_arg`, if given, is left out (it is the storage's earlier value).
+// Nothing for a call with list arguments (not a simple call).
+std::optional<NotedResult> noted_call(const c10::OperatorHandle& op, BoxedArgs args,
+                                      const at::Tensor& result, uint32_t version,
+                                      std::optional<size_t> previous_arg = std::nullopt) {
+  NotedResult noted{op, args.vec(), {}, WeakStorage(result.storage().getWeakStorageImpl()),
+                    version, geometry_of(result), result.nbytes()};
   for (size_t i = 0; i < noted.args.size(); ++i) {
     c10::IValue& arg = noted.args[i];
-    if (arg.isTensorList() || arg.isList()) return;  // not a simple pointwise call
+    if (arg.isTensorList() || (arg.isList() && !is_int_list(arg))) return std::nullopt;
     if (!arg.isTensor()) continue;
     const at::Tensor& tensor = arg.toTensor();
-    if (tensor.defined()) {
+    if (tensor.defined() && i != previous_arg) {
       // A weak reference to the tensor itself stands for "no base" (it is the view's own).
       WeakTensor base(tensor.is_view() ? tensor._base().getIntrusivePtr() : tensor.getIntrusivePtr());
       noted.inputs.push_back({i, WeakTensor(tensor.getIntrusivePtr()),
@@ -253,14 +355,63 @@ void note_recomputable_result(const c10::OperatorHandle& op, BoxedArgs args,
     }
     arg = c10::IValue();
   }
-  registry().note(std::move(noted));
+  if (previous_arg.has_value()) noted.previous_arg = *previous_arg;
+  return noted;
+}
+
+}  // namespace
+
+void note_recomputable_result(const c10::OperatorHandle& op, BoxedArgs args,
+                              const at::Tensor& output) {
+  if (!autograd_may_save(args)) return;
+  if (auto noted = noted_call(op, args, output, version_of(output))) registry().note(std::move(*noted));
+}
+
+bool is_recomputable_normalization(const std::string& name) {
+  return name == "aten::native_layer_norm" || name == "aten::native_batch_norm";
+}
+
+void note_normalization_result(const c10::OperatorHandle& op, BoxedArgs args,
+                               const at::Tensor& output) {
+  if (op.schema().name() != "aten::native_batch_norm") {
+    note_recomputable_result(op, args, output);
+    return;
+  }
+  // (input, weight, bias, running_mean, running_var, training, momentum, eps). A channels-last
+  // input's statistics are summed in per-thread partial sums: other bits on another team.
+  constexpr size_t kInput = 0, kRunningMean = 3, kRunningVar = 4, kTraining = 5;
+  if (!args[kTraining].toBool() || !args[kInput].toTensor().is_contiguous()) return;
+  torch::jit::Stack without_running_stats = args.vec();
+  without_running_stats[kRunningMean] = c10::IValue();
+  without_running_stats[kRunningVar] = c10::IValue();
+  note_recomputable_result(op, without_running_stats, output);
+}
+
+void note_recomputable_update(const c10::OperatorHandle& functional, BoxedArgs args,
+                              const at::Tensor& self) {
+  if (!autograd_may_save(args)) return;
+  // Autograd's in-place wrapper counts the write after this kernel returns: the value noted
+  // here is the one at the next version. (An in-place call below that wrapper would not count
+  // it, and then neither would any recipe's version check: recipes rely on version counters.)
+  if (auto noted = noted_call(functional, args, self, version_of(self) + 1, /*previous_arg=*/0)) {
+    registry().note_update(std::move(*noted), self);
+  }
 }
 
 KeptForBackward keep_for_backward(const at::Tensor& saved) {
   const bool on_chip = saved.defined() && saved.device().type() == c10::DeviceType::PrivateUse1 &&
                        saved.has_storage();
   if (on_chip) {
-    if (auto recipe = registry().recipe_for(saved)) return {std::move(recipe), at::Tensor()};
+    std::vector<Snapshot> snapshots;
+    if (auto recipe = registry().recipe_for(saved, snapshots)) {
+      // Grad mode off: a copy autograd does not track, and that is not noted for recipes.
+      const c10::AutoGradMode no_grad(false);
+      for (const Snapshot& snapshot : snapshots) {
+        c10::IValue& arg = snapshot.recipe->args[snapshot.arg];
+        arg = arg.toTensor().detach().clone();
+      }
+      return {std::move(recipe), at::Tensor()};
+    }
   }
   // Detached outside the registry's lock: detach dispatches an op.
   at::Tensor alias = saved.defined() ? saved.detach() : saved;
@@ -281,7 +432,9 @@ void check_unmodified(uint32_t now, uint32_t saved, const TensorGeometry& tensor
 }
 
 at::Tensor recompute_result(const SavedRecipe& recipe) {
-  check_unmodified(recipe.counter->current_version(), recipe.version, recipe.view, recipe);
+  if (recipe.counter.has_value()) {
+    check_unmodified(recipe.counter->current_version(), recipe.version, recipe.view, recipe);
+  }
   torch::jit::Stack stack = recipe.args;
   for (const auto& [arg, version] : recipe.versions) {
     const at::Tensor& input = stack[arg].toTensor();

@@ -15,6 +15,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -35,6 +36,26 @@ void set_saved_recipes_enabled(bool enabled);
 // reference to any tensor.
 void note_recomputable_result(const c10::OperatorHandle& op, BoxedArgs args,
                            const at::Tensor& output);
+
+// Normalizations whose first output may be kept as a recipe: one pass over an input autograd
+// keeps anyway (their backward needs it), whose CPU kernel computes each row (LayerNorm) or
+// channel (BatchNorm on a contiguous input) alone, so the same bits whatever the thread count.
+bool is_recomputable_normalization(const std::string& name);
+
+// Notes the first output of a normalization (is_recomputable_normalization) as recomputable.
+// BatchNorm only in training, on a contiguous input, and recomputed without its running
+// statistics: updating them again would change them, and in training they do not change the
+// output.
+void note_normalization_result(const c10::OperatorHandle& op, BoxedArgs args,
+                               const at::Tensor& output);
+
+// Notes that `self` (argument 0 of `args`), just written in place by the pointwise op whose
+// functional form is `functional` (a ReLU(inplace=True) after a batch norm), holds
+// `functional(args)` of its previous value, if that value was itself noted: the recipe then
+// recomputes the chain. Called before autograd counts the write: `self`'s version is the
+// previous value's.
+void note_recomputable_update(const c10::OperatorHandle& functional, BoxedArgs args,
+                              const at::Tensor& self);
 
 // Sizes, strides and storage offset of a tensor.
 struct TensorGeometry {
@@ -66,6 +87,8 @@ struct SavedRecipe {
   TensorGeometry view;    // the saved tensor, a view of that result's storage
   // The saved tensor's version counter (shared with its views, alive after them) and its
   // version when saved: modifying it in place afterwards raises in backward, as in Strict.
+  // Unset for an earlier value of a storage an in-place op then wrote (NestedInput of the
+  // op's recipe), whose version the saved tensor's own check covers.
   std::optional<c10::VariableVersion> counter;
   uint32_t version = 0;
 };
