@@ -1,4 +1,4 @@
-"""The compute floor of a step: how long the step's matmul and attention kernels alone take
+"""The compute floor of a step: how long the step's matmul, attention and convolution kernels alone take
 on this machine's CPU (the kernels every tpu mode calls too, which fusion does not change).
 No executor that runs those kernels can take a step faster than this, so Strict's step time
 divided by it bounds what fusion can gain."""
@@ -10,8 +10,11 @@ from torch.utils._python_dispatch import TorchDispatchMode
 
 aten = torch.ops.aten
 
-# Kernels fusion leaves as they are: matmuls and the fused attention kernel (forward, backward).
+# Kernels fusion leaves as they are: matmuls, the fused attention kernel and convolutions
+# (forward, backward).
 HEAVY_OPS = {
+    aten.convolution.default,
+    aten.convolution_backward.default,
     aten.mm.default,
     aten.addmm.default,
     aten.bmm.default,

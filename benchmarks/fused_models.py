@@ -7,6 +7,9 @@ For each model:
   memory in Strict and fused mode over steady-state steps. Targets (issue #25): fused peak
   memory <= 0.75x Strict, fused step >= 1.1x Strict.
 - Inference (forward, output read back): throughput.
+- Where a training step's time goes in Strict and fused mode: the host's time to issue (or
+  record) the step's ops, R, and the time it then waits for them to run, E, with a
+  synchronize after forward, backward and the optimizer step (medians of steps of their own).
 
 All contenders of a model live in one process and run in rounds of short blocks
 (benchmarks/paired_blocks.py): each ratio is the median over rounds of two contenders' block
@@ -16,10 +19,13 @@ times in the same round. Rates are of the median block. Writes benchmarks/result
 import argparse
 import json
 import os
+import statistics
+import time
 
 import torch
 
 import torch_tpu
+from compute_floor import heavy_calls_of, seconds_per_replay
 from demo_contenders import compiled, device_of, use_mode
 from paired_blocks import median_rate, median_speedup, time_rounds
 from torch_tpu.demo.zoo import ZOO
@@ -79,6 +85,46 @@ def peak_training_memory(model_name, contender, steps):
     return torch.tpu.max_memory_allocated()
 
 
+def issue_and_execution_ms(model_name, contender, steps=12, warmup=3):
+    """(R, E) of a training step in ms, medians: host time issuing forward, backward and the
+    optimizer step (R), and time spent in a synchronize after each of them (E)."""
+    run = Run(model_name, contender)
+    use_mode(contender)
+    issue, execution = [], []
+    for step in range(steps):
+        *inputs, targets = run.batches[step % len(run.batches)]
+        torch.tpu.synchronize()
+        phases = [lambda: run.model(*inputs, targets=targets),
+                  lambda: (run.optimizer.zero_grad(set_to_none=True), loss.backward()),
+                  lambda: run.optimizer.step()]
+        r = e = 0.0
+        for k, phase in enumerate(phases):
+            start = time.perf_counter()
+            result = phase()
+            issued = time.perf_counter()
+            torch.tpu.synchronize()
+            r, e = r + issued - start, e + time.perf_counter() - issued
+            if k == 0:
+                loss = result
+        if step >= warmup:
+            issue.append(r * 1e3)
+            execution.append(e * 1e3)
+    torch_tpu.set_mode("strict")
+    return statistics.median(issue), statistics.median(execution)
+
+
+def compute_floor_ms(model_name):
+    """A training step's matmul, attention and convolution kernels alone on CPU, in ms: no mode
+    runs a step faster (benchmarks/compute_floor.py). None for the LSTM, whose CPU kernel
+    (oneDNN's whole-layer LSTM) is not what tpu runs."""
+    if model_name == "lstm":
+        return None
+    run = Run(model_name, "cpu_eager")
+    *inputs, targets = run.batches[0]
+    step = lambda: run.model(*inputs, targets=targets).backward()  # noqa: E731
+    return seconds_per_replay(heavy_calls_of(step)) * 1e3
+
+
 def measure(model_name, contenders, args):
     peak = {c: peak_training_memory(model_name, c, args.block_steps) for c in TPU_MODES}
     runs = {c: Run(model_name, c) for c in contenders}
@@ -89,9 +135,12 @@ def measure(model_name, contenders, args):
     torch_tpu.wait_for_kernel_compiles()
     train_seconds = time_rounds(training, args.rounds)
     infer_seconds = time_rounds(inference, args.rounds)
+    phases = {c: issue_and_execution_ms(model_name, c) for c in TPU_MODES}
     entry = ZOO[model_name]
     work = args.block_steps * entry.units_per_batch
     return {
+        "training_issue_and_execution_ms": phases,
+        "training_compute_floor_ms": compute_floor_ms(model_name),
         "unit": entry.unit,
         "peak_memory_bytes": peak,
         "peak_memory_fused_vs_strict": peak["fused"] / peak["strict"],
@@ -138,6 +187,11 @@ def main():
         print(f"{name}: peak memory fused/Strict {r['peak_memory_fused_vs_strict']:.2f} (target <= 0.75), "
               f"training step fused/Strict {r['training_vs_strict']['fused']:.2f} (target >= 1.1), "
               f"inference {r['inference_vs_strict']['fused']:.2f}", flush=True)
+        floor = r["training_compute_floor_ms"]
+        print("  a training step's host issue R and execution E (ms): " + ", ".join(
+            f"{c} R {rr:.2f} E {e:.2f}" for c, (rr, e) in r["training_issue_and_execution_ms"].items())
+            + ("" if floor is None else f"; its matmul, attention and convolution kernels alone {floor:.2f}"),
+            flush=True)
     print_table(results, contenders)
     os.makedirs(os.path.join(HERE, "results"), exist_ok=True)
     with open(os.path.join(HERE, "results", "fused_models.json"), "w") as f:

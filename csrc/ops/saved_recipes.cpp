@@ -170,8 +170,13 @@ class Registry {
       recipe = std::make_shared<SavedRecipe>(*earlier);
     } else {
       recipe = recipe_from(*noted, snapshots);
+      if (recipe == nullptr) return nullptr;
+      recipe->shared = std::make_shared<SharedRecomputation>();
     }
-    if (recipe == nullptr) return nullptr;
+    {
+      std::lock_guard<std::mutex> shared_lock(recipe->shared->mutex);
+      ++recipe->shared->unpacks_left;
+    }
     recipe->view = geometry_of(saved);
     recipe->counter = saved.unsafeGetTensorImpl()->version_counter();
     recipe->version = version_of(saved);
@@ -456,8 +461,24 @@ at::Tensor recompute_result(const SavedRecipe& recipe) {
 }  // namespace
 
 at::Tensor recompute(const SavedRecipe& recipe) {
-  registry().count_recompute();
-  return view_as(recompute_result(recipe), recipe.result, recipe.view);
+  SharedRecomputation* shared = recipe.shared.get();
+  at::Tensor result;
+  if (shared != nullptr) {
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    result = shared->value;
+  }
+  if (result.defined()) {
+    check_unmodified(recipe.counter->current_version(), recipe.version, recipe.view, recipe);
+  } else {
+    registry().count_recompute();
+    result = recompute_result(recipe);
+  }
+  if (shared != nullptr) {
+    // A graph run backward again (retain_graph) unpacks more often: then it recomputes.
+    std::lock_guard<std::mutex> lock(shared->mutex);
+    shared->value = --shared->unpacks_left > 0 ? result : at::Tensor();
+  }
+  return view_as(result, recipe.result, recipe.view);
 }
 
 SavedRecipeStats saved_recipe_stats() { return registry().stats(); }

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -65,6 +66,15 @@ struct TensorGeometry {
   bool operator==(const TensorGeometry&) const = default;
 };
 
+// One value that several saved tensors hold (a ReLU's result, which the next layer also keeps
+// as its input): backward's first unpack recomputes it, and the others reuse it until each
+// has unpacked.
+struct SharedRecomputation {
+  std::mutex mutex;
+  int unpacks_left = 0;  // saved tensors of the value that have not unpacked it yet
+  at::Tensor value;      // as computed, while some have not
+};
+
 // A saved tensor as `op` applied to `args`, then viewed as `view`.
 struct SavedRecipe {
   struct NestedInput {
@@ -91,6 +101,7 @@ struct SavedRecipe {
   // op's recipe), whose version the saved tensor's own check covers.
   std::optional<c10::VariableVersion> counter;
   uint32_t version = 0;
+  std::shared_ptr<SharedRecomputation> shared;  // set on saved tensors' recipes
 };
 
 // What autograd should keep for `saved` (any device: the hooks are autograd's default ones): a
