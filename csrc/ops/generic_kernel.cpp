@@ -370,12 +370,13 @@ void take_op_streams(const OpPlan& plan, c10::Device device, torch::jit::Stack& 
 // Fused mode notes what autograd may keep as a recipe instead of the buffer
 // (ops/saved_recipes.h): the result of a functional pointwise call (add.Tensor, or an out=
 // call that writes only its one out= argument), the value an in-place pointwise call writes
-// over a noted result (relu_ after a batch norm), a normalization's first output.
+// over a noted result (relu_ after a batch norm), a normalization's first output, an RNN
+// cell's workspace.
 void note_if_recomputable(const c10::OperatorHandle& op, const OpPlan& plan,
                           BoxedArgs args, const std::vector<at::Tensor>& outputs,
                           const std::vector<at::Tensor>& fresh) {
-  if (plan.recomputable_normalization) {
-    if (fresh.size() == outputs.size()) note_normalization_result(op, args, outputs.front());
+  if (plan.recomputable_output.has_value()) {
+    if (fresh.size() == outputs.size()) note_recomputable_output(op, args, outputs);
     return;
   }
   if (!plan.pointwise || outputs.size() != 1) return;

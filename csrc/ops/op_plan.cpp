@@ -89,7 +89,7 @@ std::unique_ptr<OpPlan> make_plan(const c10::OperatorHandle& op) {
   plan->scalar_values_shape_outputs = name == "aten::arange" || name == "aten::range" ||
                                       name == "aten::linspace" || name == "aten::logspace";
   plan->pointwise = is_pointwise_op(name) && plan->generator_args.empty();
-  plan->recomputable_normalization = is_recomputable_normalization(name);
+  plan->recomputable_output = recomputable_output(name);
   plan->may_write_overlapping_elements = name.rfind("aten::masked_fill", 0) == 0;
   for (size_t i = 0; i < args.size(); ++i) {
     const c10::Argument& arg = args[i];

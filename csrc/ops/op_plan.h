@@ -36,9 +36,9 @@ struct OpPlan {
   // Fused mode: a pointwise op (outputs elementwise in its broadcast inputs, no randomness),
   // which the fused loop engine may run in chunks (ops/op_description.h).
   bool pointwise = false;
-  // Fused mode: a normalization whose first output autograd may keep as a recipe
-  // (ops/saved_recipes.h).
-  bool recomputable_normalization = false;
+  // Fused mode: the output autograd may keep as a recipe of a non-pointwise op (a
+  // normalization's, an RNN cell's workspace; ops/saved_recipes.h).
+  std::optional<size_t> recomputable_output;
   // Fused mode: for an in-place pointwise op (relu_), its functional form, for the recipe of
   // the value it writes (ops/saved_recipes.h).
   std::optional<c10::OperatorHandle> functional_of_inplace;

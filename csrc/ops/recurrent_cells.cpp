@@ -12,6 +12,9 @@
 #include <ATen/ops/sum.h>
 #include <ATen/ops/tanh.h>
 #include <ATen/ops/zeros_like.h>
+#include <ATen/core/dispatch/Dispatcher.h>
+
+#include "engine/active_executor.h"
 
 namespace torch_tpu::ops {
 namespace {
@@ -31,9 +34,7 @@ at::Tensor bias_gradient(const at::Tensor& grad_gates, bool has_bias) {
   return has_bias ? grad_gates.sum(0) : at::Tensor();
 }
 
-}  // namespace
-
-std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell_ops(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
   const auto gates = with_bias(input_gates, input_bias) + with_bias(hidden_gates, hidden_bias);
@@ -47,7 +48,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
   return {hy, cy, at::cat({i, f, g, o}, 1)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell_backward_ops(
     const std::optional<at::Tensor>& grad_hy, const std::optional<at::Tensor>& grad_cy,
     const at::Tensor& cx, const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
   if (!defined(grad_hy) && !defined(grad_cy)) return {};
@@ -66,7 +67,7 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
   return {grad_gates, d_cy * f, bias_gradient(grad_gates, has_bias)};
 }
 
-std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
+std::tuple<at::Tensor, at::Tensor> gru_cell_ops(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& hx,
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
   const auto in = with_bias(input_gates, input_bias).chunk(3, 1);
@@ -78,7 +79,7 @@ std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
   return {hy, at::cat({r, z, n, hx, hidden[2]}, 1)};
 }
 
-std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru_cell_backward(
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> gru_cell_backward_ops(
     const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
   const auto saved = workspace.chunk(5, 1);
   const at::Tensor &r = saved[0], &z = saved[1], &n = saved[2], &hx = saved[3], &hn = saved[4];
@@ -89,6 +90,97 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru
   const at::Tensor grad_hidden_gates = at::cat({d_r, d_z, d_n * r}, 1);
   return {grad_input_gates, grad_hidden_gates, grad_hy * z,
           bias_gradient(grad_input_gates, has_bias), bias_gradient(grad_hidden_gates, has_bias)};
+}
+
+// The one-op cell named `name` (torch_tpu::lstm_cell, ...), with the signature of `Kernel`.
+template <typename Kernel>
+c10::TypedOperatorHandle<Kernel> one_op_cell(const char* name) {
+  return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Kernel>();
+}
+
+// Without a bias the cell's bias gradients are undefined, as ATen's are.
+at::Tensor if_bias(bool has_bias, at::Tensor grad) { return has_bias ? std::move(grad) : at::Tensor(); }
+
+}  // namespace
+
+const char* const kLstmCellSchema =
+    "torch_tpu::lstm_cell(Tensor input_gates, Tensor hidden_gates, Tensor cx, "
+    "Tensor? input_bias=None, Tensor? hidden_bias=None) -> (Tensor, Tensor, Tensor)";
+const char* const kLstmCellBackwardSchema =
+    "torch_tpu::lstm_cell_backward(Tensor? grad_hy, Tensor? grad_cy, Tensor cx, Tensor cy, "
+    "Tensor workspace) -> (Tensor, Tensor, Tensor)";
+const char* const kGruCellSchema =
+    "torch_tpu::gru_cell(Tensor input_gates, Tensor hidden_gates, Tensor hx, "
+    "Tensor? input_bias=None, Tensor? hidden_bias=None) -> (Tensor, Tensor)";
+const char* const kGruCellBackwardSchema =
+    "torch_tpu::gru_cell_backward(Tensor grad_hy, Tensor workspace) -> "
+    "(Tensor, Tensor, Tensor, Tensor, Tensor)";
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell_on_host(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
+    const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
+  return lstm_cell_ops(input_gates, hidden_gates, cx, input_bias, hidden_bias);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> lstm_cell_backward_on_host(
+    const std::optional<at::Tensor>& grad_hy, const std::optional<at::Tensor>& grad_cy,
+    const at::Tensor& cx, const at::Tensor& cy, const at::Tensor& workspace) {
+  return lstm_cell_backward_ops(grad_hy, grad_cy, cx, cy, workspace, /*has_bias=*/true);
+}
+
+std::tuple<at::Tensor, at::Tensor> gru_cell_on_host(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& hx,
+    const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
+  return gru_cell_ops(input_gates, hidden_gates, hx, input_bias, hidden_bias);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> gru_cell_backward_on_host(
+    const at::Tensor& grad_hy, const at::Tensor& workspace) {
+  return gru_cell_backward_ops(grad_hy, workspace, /*has_bias=*/true);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
+    const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
+  if (engine::buffers_are_opaque()) {
+    return lstm_cell_ops(input_gates, hidden_gates, cx, input_bias, hidden_bias);
+  }
+  static const auto cell = one_op_cell<decltype(lstm_cell_on_host)>("torch_tpu::lstm_cell");
+  return cell.call(input_gates, hidden_gates, cx, input_bias, hidden_bias);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
+    const std::optional<at::Tensor>& grad_hy, const std::optional<at::Tensor>& grad_cy,
+    const at::Tensor& cx, const at::Tensor& cy, const at::Tensor& workspace, bool has_bias) {
+  if (!defined(grad_hy) && !defined(grad_cy)) return {};
+  if (engine::buffers_are_opaque()) {
+    return lstm_cell_backward_ops(grad_hy, grad_cy, cx, cy, workspace, has_bias);
+  }
+  static const auto cell =
+      one_op_cell<decltype(lstm_cell_backward_on_host)>("torch_tpu::lstm_cell_backward");
+  auto [grad_gates, grad_cx, grad_bias] = cell.call(grad_hy, grad_cy, cx, cy, workspace);
+  return {grad_gates, grad_cx, if_bias(has_bias, grad_bias)};
+}
+
+std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
+    const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& hx,
+    const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
+  if (engine::buffers_are_opaque()) {
+    return gru_cell_ops(input_gates, hidden_gates, hx, input_bias, hidden_bias);
+  }
+  static const auto cell = one_op_cell<decltype(gru_cell_on_host)>("torch_tpu::gru_cell");
+  return cell.call(input_gates, hidden_gates, hx, input_bias, hidden_bias);
+}
+
+std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru_cell_backward(
+    const at::Tensor& grad_hy, const at::Tensor& workspace, bool has_bias) {
+  if (engine::buffers_are_opaque()) return gru_cell_backward_ops(grad_hy, workspace, has_bias);
+  static const auto cell =
+      one_op_cell<decltype(gru_cell_backward_on_host)>("torch_tpu::gru_cell_backward");
+  auto [grad_input, grad_hidden, grad_hx, grad_input_bias, grad_hidden_bias] =
+      cell.call(grad_hy, workspace);
+  return {grad_input, grad_hidden, grad_hx, if_bias(has_bias, grad_input_bias),
+          if_bias(has_bias, grad_hidden_bias)};
 }
 
 }  // namespace torch_tpu::ops

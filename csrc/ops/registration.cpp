@@ -23,6 +23,30 @@
 
 namespace torch_tpu::ops {
 
+// Our own ops: the RNN cells as one queued op each on the host runtime (recurrent_cells.h).
+// Their CPU kernels run on the host's view of chip memory through the generic kernel; their
+// Meta kernels are the same code on Meta tensors.
+TORCH_LIBRARY(torch_tpu, m) {
+  m.def(kLstmCellSchema);
+  m.def(kLstmCellBackwardSchema);
+  m.def(kGruCellSchema);
+  m.def(kGruCellBackwardSchema);
+}
+
+TORCH_LIBRARY_IMPL(torch_tpu, CPU, m) {
+  m.impl("lstm_cell", TORCH_FN(lstm_cell_on_host));
+  m.impl("lstm_cell_backward", TORCH_FN(lstm_cell_backward_on_host));
+  m.impl("gru_cell", TORCH_FN(gru_cell_on_host));
+  m.impl("gru_cell_backward", TORCH_FN(gru_cell_backward_on_host));
+}
+
+TORCH_LIBRARY_IMPL(torch_tpu, Meta, m) {
+  m.impl("lstm_cell", TORCH_FN(lstm_cell_on_host));
+  m.impl("lstm_cell_backward", TORCH_FN(lstm_cell_backward_on_host));
+  m.impl("gru_cell", TORCH_FN(gru_cell_on_host));
+  m.impl("gru_cell_backward", TORCH_FN(gru_cell_backward_on_host));
+}
+
 TORCH_LIBRARY_IMPL(_, PrivateUse1, m) {
   m.fallback(torch::CppFunction::makeFromBoxedFunction<&generic_tpu_kernel>());
 }

@@ -46,6 +46,7 @@ struct NotedResult {
     TensorGeometry geometry;
   };
   c10::OperatorHandle op;
+  size_t output;           // which of its outputs
   torch::jit::Stack args;  // tensor arguments are None here (held weakly in `inputs`)
   std::vector<Input> inputs;
   WeakStorage storage;
@@ -189,6 +190,7 @@ class Registry {
                                            int depth = 0) {
     auto recipe = std::make_shared<SavedRecipe>();
     recipe->op = noted.op;
+    recipe->output = noted.output;
     recipe->args = noted.args;
     recipe->result = noted.geometry;
     recipe->view = noted.geometry;
@@ -343,8 +345,9 @@ bool is_int_list(const c10::IValue& arg) {
 // Nothing for a call with list arguments (not a simple call).
 std::optional<NotedResult> noted_call(const c10::OperatorHandle& op, BoxedArgs args,
                                       const at::Tensor& result, uint32_t version,
-                                      std::optional<size_t> previous_arg = std::nullopt) {
-  NotedResult noted{op, args.vec(), {}, WeakStorage(result.storage().getWeakStorageImpl()),
+                                      std::optional<size_t> previous_arg = std::nullopt,
+                                      size_t output = 0) {
+  NotedResult noted{op, output, args.vec(), {}, WeakStorage(result.storage().getWeakStorageImpl()),
                     version, geometry_of(result), result.nbytes()};
   for (size_t i = 0; i < noted.args.size(); ++i) {
     c10::IValue& arg = noted.args[i];
@@ -372,14 +375,22 @@ void note_recomputable_result(const c10::OperatorHandle& op, BoxedArgs args,
   if (auto noted = noted_call(op, args, output, version_of(output))) registry().note(std::move(*noted));
 }
 
-bool is_recomputable_normalization(const std::string& name) {
-  return name == "aten::native_layer_norm" || name == "aten::native_batch_norm";
+std::optional<size_t> recomputable_output(const std::string& name) {
+  if (name == "aten::native_layer_norm" || name == "aten::native_batch_norm") return 0;
+  if (name == "torch_tpu::lstm_cell") return 2;
+  if (name == "torch_tpu::gru_cell") return 1;
+  return std::nullopt;
 }
 
-void note_normalization_result(const c10::OperatorHandle& op, BoxedArgs args,
-                               const at::Tensor& output) {
+void note_recomputable_output(const c10::OperatorHandle& op, BoxedArgs args,
+                              const std::vector<at::Tensor>& outputs) {
+  if (!autograd_may_save(args)) return;
+  const size_t output = *recomputable_output(op.schema().name());
+  const at::Tensor& result = outputs[output];
   if (op.schema().name() != "aten::native_batch_norm") {
-    note_recomputable_result(op, args, output);
+    if (auto noted = noted_call(op, args, result, version_of(result), std::nullopt, output)) {
+      registry().note(std::move(*noted));
+    }
     return;
   }
   // (input, weight, bias, running_mean, running_var, training, momentum, eps). A channels-last
@@ -389,7 +400,7 @@ void note_normalization_result(const c10::OperatorHandle& op, BoxedArgs args,
   torch::jit::Stack without_running_stats = args.vec();
   without_running_stats[kRunningMean] = c10::IValue();
   without_running_stats[kRunningVar] = c10::IValue();
-  note_recomputable_result(op, without_running_stats, output);
+  note_recomputable_result(op, without_running_stats, result);
 }
 
 void note_recomputable_update(const c10::OperatorHandle& functional, BoxedArgs args,
@@ -455,7 +466,7 @@ at::Tensor recompute_result(const SavedRecipe& recipe) {
         view_as(recompute_result(*input.recipe), input.recipe->result, input.geometry);
   }
   recipe.op->callBoxed(stack);
-  return stack.front().toTensor();
+  return stack[recipe.output].toTensor();
 }
 
 }  // namespace

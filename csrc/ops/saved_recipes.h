@@ -38,17 +38,18 @@ void set_saved_recipes_enabled(bool enabled);
 void note_recomputable_result(const c10::OperatorHandle& op, BoxedArgs args,
                            const at::Tensor& output);
 
-// Normalizations whose first output may be kept as a recipe: one pass over an input autograd
-// keeps anyway (their backward needs it), whose CPU kernel computes each row (LayerNorm) or
-// channel (BatchNorm on a contiguous input) alone, so the same bits whatever the thread count.
-bool is_recomputable_normalization(const std::string& name);
+// Ops one of whose outputs may be kept as a recipe, and which: normalizations' first output,
+// one pass over an input autograd keeps anyway (their backward needs it), whose CPU kernel
+// computes each row (LayerNorm) or channel (BatchNorm on a contiguous input) alone, so the
+// same bits whatever the thread count; the RNN cells' workspace (activated gates), pointwise
+// in the inputs their backward keeps (ops/recurrent_cells.h).
+std::optional<size_t> recomputable_output(const std::string& name);
 
-// Notes the first output of a normalization (is_recomputable_normalization) as recomputable.
-// BatchNorm only in training, on a contiguous input, and recomputed without its running
-// statistics: updating them again would change them, and in training they do not change the
-// output.
-void note_normalization_result(const c10::OperatorHandle& op, BoxedArgs args,
-                               const at::Tensor& output);
+// Notes output `recomputable_output(op's name)` of a call as recomputable. BatchNorm only in
+// training, on a contiguous input, and recomputed without its running statistics: updating
+// them again would change them, and in training they do not change the output.
+void note_recomputable_output(const c10::OperatorHandle& op, BoxedArgs args,
+                              const std::vector<at::Tensor>& outputs);
 
 // Notes that `self` (argument 0 of `args`), just written in place by the pointwise op whose
 // functional form is `functional` (a ReLU(inplace=True) after a batch norm), holds
@@ -83,6 +84,7 @@ struct SavedRecipe {
     TensorGeometry geometry;              // the argument as a view of the recipe's result
   };
   std::optional<c10::OperatorHandle> op;  // always set
+  size_t output = 0;                      // which of its outputs
   torch::jit::Stack args;  // kept tensors in place; nested inputs are None until recomputed
   std::vector<NestedInput> nested;
   struct ViewInput {
