@@ -41,6 +41,7 @@ bench: build
 	$(PY) benchmarks/demo_training.py
 	$(PY) benchmarks/fused_elementwise.py
 	$(PY) benchmarks/fused_demo.py
+	$(PY) benchmarks/fused_models.py
 	$(PY) benchmarks/first_step.py
 	$(PY) benchmarks/co_tenant.py
 	$(PY) benchmarks/collectives.py
