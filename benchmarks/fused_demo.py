@@ -27,8 +27,6 @@ block. Writes benchmarks/results/fused_demo.json.
 import argparse
 import json
 import os
-import statistics
-import time
 
 import torch
 
@@ -38,6 +36,7 @@ from demo_contenders import inference_block, training_block, use_mode
 from torch_tpu.demo.llama import Llama, LlamaConfig
 from torch_tpu.demo.train import make_batch
 from paired_blocks import median_rate, median_speedup, time_rounds
+import step_phases
 from two_core_capacity import describe, two_thread_throughput
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -55,34 +54,23 @@ def peak_training_memory(contender, steps):
 
 
 def issue_and_execution_ms(contender, config, batches, steps, warmup):
-    """(R, E) of a training step in ms, medians: host time issuing forward, backward and the
-    optimizer step (R), and time spent in a synchronize after each of them (E: the queued work,
-    run by the waiting host with its thread team)."""
+    """(R, E) of a training step in ms (benchmarks/step_phases.py)."""
     use_mode(contender)
     torch.manual_seed(0)
     model = Llama(config).to("tpu")
     optimizer = torch.optim.AdamW(model.parameters(), lr=3e-3, weight_decay=0.01)
-    issue, execution = [], []
-    for step in range(steps):
+
+    def forward(step):
         inputs, targets = (t.to("tpu") for t in batches[step % len(batches)])
-        torch.tpu.synchronize()
-        phases = [lambda: model(inputs, targets)[1],
-                  lambda: (optimizer.zero_grad(set_to_none=True), loss.backward()),
-                  lambda: optimizer.step()]
-        r = e = 0.0
-        for k, phase in enumerate(phases):
-            start = time.perf_counter()
-            result = phase()
-            issued = time.perf_counter()
-            torch.tpu.synchronize()
-            r, e = r + issued - start, e + time.perf_counter() - issued
-            if k == 0:
-                loss = result
-        if step >= warmup:
-            issue.append(r * 1e3)
-            execution.append(e * 1e3)
+        return model(inputs, targets)[1]
+
+    def backward(loss):
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+
+    phases = step_phases.issue_and_execution_ms(forward, backward, optimizer.step, steps, warmup)
     torch_tpu.set_mode("strict")
-    return statistics.median(issue), statistics.median(execution)
+    return phases
 
 
 def compute_floors(config, batch, inference_inputs):

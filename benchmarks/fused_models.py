@@ -19,15 +19,13 @@ times in the same round. Rates are of the median block. Writes benchmarks/result
 import argparse
 import json
 import os
-import statistics
-import time
-
 import torch
 
 import torch_tpu
 from compute_floor import heavy_calls_of, seconds_per_replay
 from demo_contenders import compiled, device_of, use_mode
 from paired_blocks import median_rate, median_speedup, time_rounds
+import step_phases
 from torch_tpu.demo.zoo import ZOO
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -86,31 +84,21 @@ def peak_training_memory(model_name, contender, steps):
 
 
 def issue_and_execution_ms(model_name, contender, steps=12, warmup=3):
-    """(R, E) of a training step in ms, medians: host time issuing forward, backward and the
-    optimizer step (R), and time spent in a synchronize after each of them (E)."""
+    """(R, E) of a training step in ms (benchmarks/step_phases.py)."""
     run = Run(model_name, contender)
     use_mode(contender)
-    issue, execution = [], []
-    for step in range(steps):
+
+    def forward(step):
         *inputs, targets = run.batches[step % len(run.batches)]
-        torch.tpu.synchronize()
-        phases = [lambda: run.model(*inputs, targets=targets),
-                  lambda: (run.optimizer.zero_grad(set_to_none=True), loss.backward()),
-                  lambda: run.optimizer.step()]
-        r = e = 0.0
-        for k, phase in enumerate(phases):
-            start = time.perf_counter()
-            result = phase()
-            issued = time.perf_counter()
-            torch.tpu.synchronize()
-            r, e = r + issued - start, e + time.perf_counter() - issued
-            if k == 0:
-                loss = result
-        if step >= warmup:
-            issue.append(r * 1e3)
-            execution.append(e * 1e3)
+        return run.model(*inputs, targets=targets)
+
+    def backward(loss):
+        run.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+
+    phases = step_phases.issue_and_execution_ms(forward, backward, run.optimizer.step, steps, warmup)
     torch_tpu.set_mode("strict")
-    return statistics.median(issue), statistics.median(execution)
+    return phases
 
 
 def compute_floor_ms(model_name):
