@@ -61,6 +61,8 @@ def test_fused_mode_keeps_less_for_backward_and_trains_as_strict(name):
     assert fused_kept <= most_kept * strict_kept, (
         f"fused mode keeps {fused_kept / 2**20:.2f} MiB for backward, Strict "
         f"{strict_kept / 2**20:.2f} MiB ({fused_kept / strict_kept:.2f}x; at most {most_kept})")
-    assert fused_loss == strict_loss
+    # To rounding: a convolution's or matmul's kernel may sum in an order that depends on the
+    # thread count each mode ran it with.
+    assert fused_loss == pytest.approx(strict_loss, rel=1e-5)
     for f, s in zip(fused_grads, strict_grads, strict=True):
         torch.testing.assert_close(f, s)
