@@ -16,7 +16,9 @@ using WeakStorage = c10::weak_intrusive_ptr<c10::StorageImpl>;
 using WeakTensor = c10::weak_intrusive_ptr<c10::TensorImpl, c10::UndefinedTensorImpl>;
 
 TensorGeometry geometry_of(const at::Tensor& tensor) {
-  return {tensor.sizes().vec(), tensor.strides().vec(), tensor.storage_offset()};
+  return {{tensor.sizes().begin(), tensor.sizes().end()},
+          {tensor.strides().begin(), tensor.strides().end()},
+          tensor.storage_offset()};
 }
 
 uint32_t version_of(const at::Tensor& tensor) { return tensor._version(); }
@@ -278,8 +280,13 @@ class Registry {
   }
 
  private:
+  // Most noted results are intermediates that die at once. Sweeping them often keeps the maps
+  // small: sweeping 4096 entries at a time gave their memory back to the system in one piece,
+  // and the next 4096 notes took it back page fault by page fault.
+  static constexpr uint64_t kSweepEvery = 256;
+
   void sweep_now_and_then() {
-    if (++operations_ % 4096 != 0) return;
+    if (++operations_ % kSweepEvery != 0) return;
     const auto sweep = [](auto& map) {
       for (auto it = map.begin(); it != map.end();) {
         it = stale(it->second) ? map.erase(it) : std::next(it);
@@ -347,12 +354,17 @@ std::optional<NotedResult> noted_call(const c10::OperatorHandle& op, BoxedArgs a
                                       const at::Tensor& result, uint32_t version,
                                       std::optional<size_t> previous_arg = std::nullopt,
                                       size_t output = 0) {
-  NotedResult noted{op, output, args.vec(), {}, WeakStorage(result.storage().getWeakStorageImpl()),
+  NotedResult noted{op, output, {}, {}, WeakStorage(result.storage().getWeakStorageImpl()),
                     version, geometry_of(result), result.nbytes()};
-  for (size_t i = 0; i < noted.args.size(); ++i) {
-    c10::IValue& arg = noted.args[i];
+  noted.args.reserve(args.size());
+  for (size_t i = 0; i < args.size(); ++i) {
+    const c10::IValue& arg = args[i];
     if (arg.isTensorList() || (arg.isList() && !is_int_list(arg))) return std::nullopt;
-    if (!arg.isTensor()) continue;
+    if (!arg.isTensor()) {
+      noted.args.push_back(arg);
+      continue;
+    }
+    noted.args.emplace_back();  // held weakly in `inputs`
     const at::Tensor& tensor = arg.toTensor();
     if (tensor.defined() && i != previous_arg) {
       // A weak reference to the tensor itself stands for "no base" (it is the view's own).
@@ -361,7 +373,6 @@ std::optional<NotedResult> noted_call(const c10::OperatorHandle& op, BoxedArgs a
                               WeakStorage(tensor.storage().getWeakStorageImpl()), std::move(base),
                               version_of(tensor), geometry_of(tensor)});
     }
-    arg = c10::IValue();
   }
   if (previous_arg.has_value()) noted.previous_arg = *previous_arg;
   return noted;

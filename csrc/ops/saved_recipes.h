@@ -23,6 +23,7 @@
 #include <ATen/core/Tensor.h>
 #include <ATen/core/dispatch/Dispatcher.h>
 #include <ATen/core/stack.h>
+#include <c10/util/SmallVector.h>
 
 #include "ops/boxed_args.h"
 
@@ -59,10 +60,11 @@ void note_recomputable_output(const c10::OperatorHandle& op, BoxedArgs args,
 void note_recomputable_update(const c10::OperatorHandle& functional, BoxedArgs args,
                               const at::Tensor& self);
 
-// Sizes, strides and storage offset of a tensor.
+// Sizes, strides and storage offset of a tensor (inline up to 6 dims: every op fused mode
+// records with grad on notes a few of these).
 struct TensorGeometry {
-  std::vector<int64_t> sizes;
-  std::vector<int64_t> strides;
+  c10::SmallVector<int64_t, 6> sizes;
+  c10::SmallVector<int64_t, 6> strides;
   int64_t offset = 0;
   bool operator==(const TensorGeometry&) const = default;
 };
