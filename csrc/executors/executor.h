@@ -108,6 +108,8 @@ class Executor {
   virtual runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) = 0;
   // Gives back a buffer once the work queued on its stream so far has run.
   virtual void free(int chip, runtime::DeviceAddress buffer) = 0;
+  // The chip a live buffer of this executor is on; -1 for an address it does not know.
+  virtual int chip_of(runtime::DeviceAddress buffer) const = 0;
 
   // Copies queued on `stream` (asynchronous: host memory must stay valid until the stream
   // reaches them; synchronize the stream to wait). `unit`: what the bytes are elements of, for
@@ -119,6 +121,12 @@ class Executor {
                             runtime::Stream& stream) = 0;
   virtual void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
                               runtime::Stream& stream) = 0;
+  // The same copies made now, on the calling thread, by work that is itself a task queued on
+  // the buffer's chip (so in that queue's order): host code that reads or writes device data
+  // from inside the queue, as a collective through a host transport does. `device` may point
+  // inside a buffer; [device, device + bytes) must lie within it.
+  virtual void read_now(runtime::DeviceAddress device, void* host, size_t bytes) = 0;
+  virtual void write_now(const void* host, runtime::DeviceAddress device, size_t bytes) = 0;
 
   // Allocation statistics of `chip`'s buffers, in CUDA's shape (runtime/memory_stats.h), and
   // its capacity in bytes. Thread-safe.

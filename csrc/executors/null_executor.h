@@ -27,12 +27,20 @@ class NullExecutor : public Executor {
                           RunBindings bindings) override;
   runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) override;
   void free(int chip, runtime::DeviceAddress buffer) override;
+  int chip_of(runtime::DeviceAddress) const override { return 0; }  // one chip's numbers
   void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
                       runtime::Stream& stream, ir::DType unit = ir::DType::kUInt8) override;
   void copy_to_host(runtime::DeviceAddress device, void* host, size_t bytes,
                     runtime::Stream& stream) override;
   void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
                       runtime::Stream& stream) override;
+  // Count bytes; the host's memory is left as it is.
+  void read_now(runtime::DeviceAddress, void*, size_t bytes) override {
+    bytes_copied_.fetch_add(static_cast<int64_t>(bytes));
+  }
+  void write_now(const void*, runtime::DeviceAddress, size_t bytes) override {
+    bytes_copied_.fetch_add(static_cast<int64_t>(bytes));
+  }
 
   // Counts live buffers as allocations (it keeps no sizes); unbounded capacity.
   runtime::MemoryStats memory_stats(int chip) const override;

@@ -96,12 +96,13 @@ void copy_chip_to_chip(const at::Tensor& src, const at::Tensor& dst) {
 // Opaque buffers (ops/host_copies.h): a copy between tpu tensors of one chip is the op
 // `aten::copy_` of the generic kernel, so the executor runs it from the IR like any op (PJRT:
 // a lowering that writes a new buffer for the destination), deferred in fused mode and inside a
-// compiled graph's program; host copies carry the rest.
+// compiled graph's program; host copies carry the rest, a copy between chips included (read
+// once the source's chip has written it, then queued on the destination's).
 void copy_opaque(const at::Tensor& src, const at::Tensor& dst) {
-  if (is_tpu(src) && is_tpu(dst)) {
-    TORCH_CHECK(src.device() == dst.device(),
-                "not supported yet: copies between tpu devices on the ",
-                engine::active_executor().name(), " executor");
+  if (is_tpu(src) && is_tpu(dst) && src.device() != dst.device()) {
+    HostCopies copies;
+    write_to_opaque(copies.cpu(src), dst);
+  } else if (is_tpu(src) && is_tpu(dst)) {
     static const c10::OperatorHandle copy =
         c10::Dispatcher::singleton().findSchemaOrThrow("aten::copy_", "");
     const std::array<c10::IValue, 3> args{dst, src, false};

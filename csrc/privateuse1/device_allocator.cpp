@@ -31,20 +31,21 @@ void delete_device_buffer(void* context) {
 
 // A buffer of an executor whose buffers are opaque (PJRT): the executor's own, freed through it
 // at once (work already queued holds what it bound), or behind fused mode's pending ops, which
-// bind their buffers only at the flush. The executor drives one device, whose current stream is
-// where that work is. Deleters must not throw; a buffer the executor no longer knows has
-// nothing left to free.
+// bind their buffers only at the flush: those are on its chip's current stream. Deleters must
+// not throw; a buffer the executor no longer knows has nothing left to free.
 void delete_opaque_buffer(void* context) {
   if (context == nullptr || runtime::Runtime::in_forked_child()) return;
   const auto address = reinterpret_cast<runtime::DeviceAddress>(context);
-  const auto free_buffer = [address] {
+  const int chip = engine::active_executor().chip_of(address);
+  if (chip < 0) return;
+  const auto free_buffer = [address, chip] {
     try {
-      engine::active_executor().free(0, address);
+      engine::active_executor().free(chip, address);
     } catch (const std::exception&) {
     }
   };
   try {
-    runtime::Stream& stream = engine::current_stream(0);
+    runtime::Stream& stream = engine::current_stream(chip);
     if (engine::has_pending(stream)) {
       engine::after_issued_work(stream, free_buffer);
       return;

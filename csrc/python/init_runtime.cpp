@@ -1,6 +1,8 @@
 // Runtime selection behind torch_tpu.set_runtime / TORCH_TPU_RUNTIME (python/torch_tpu/_runtime.py):
 // the host runtime's executor is installed at import; selecting PJRT, before the first tpu
 // tensor, installs a PJRT executor on the named plugin in its place.
+#include <optional>
+
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
@@ -53,22 +55,42 @@ py::dict describe(const executors::pjrt::PjrtExecutor& executor) {
   return info;
 }
 
+// The chips of the PJRT runtime: one per plugin device (as a process on a TPU or GPU host sees
+// all of them), or the count the environment asks for (TORCH_TPU_HOST_CHIPS, torchrun's
+// LOCAL_WORLD_SIZE), which the plugin must have.
+int pjrt_chip_count(const executors::pjrt::PjrtExecutor& executor) {
+  const auto devices = static_cast<int>(executor.client().devices().size());
+  const std::optional<int> requested = runtime::Runtime::requested_chip_count();
+  TORCH_CHECK(!requested || *requested <= devices, "the PJRT plugin '",
+              executor.client().plugin().name(), "' has ", devices,
+              " devices; the environment (TORCH_TPU_HOST_CHIPS or LOCAL_WORLD_SIZE) asks for ",
+              *requested, " tpu devices");
+  return requested.value_or(devices);
+}
+
 void select_pjrt(const std::string& plugin, const std::vector<std::string>& search_dirs,
                  const std::string& cache_dir) {
   TORCH_CHECK(g_pjrt == nullptr, "the PJRT runtime is already selected");
-  runtime::Runtime& runtime = runtime::Runtime::instance();
-  TORCH_CHECK(runtime.chip_count() == 1,
-              "not supported yet: the PJRT runtime drives one tpu device; TORCH_TPU_HOST_CHIPS "
-              "asks for ", runtime.chip_count());
   // Tensors made so far live in the host runtime's chip memory, which PJRT programs cannot
   // read: the runtime is chosen before the first tpu tensor.
-  TORCH_CHECK(engine::metrics_snapshot().ops_launched == 0 &&
-                  runtime.chip(0).allocator().stats().allocation[runtime::kAllPools].allocated == 0,
+  const bool started = runtime::Runtime::started_chip_count() != 0;
+  TORCH_CHECK(!started || (engine::metrics_snapshot().ops_launched == 0 &&
+                           runtime::Runtime::instance().chip(0).allocator().stats()
+                                   .allocation[runtime::kAllPools].allocated == 0),
               "torch_tpu.set_runtime must be called before the first tpu tensor is made (or set "
               "TORCH_TPU_RUNTIME before starting Python)");
-  const size_t capacity = runtime.chip(0).memory().capacity();
+  const size_t capacity = engine::translate_errors([] { return runtime::Runtime::requested_capacity(); });
   auto executor = engine::translate_errors(
       [&] { return executors::pjrt::PjrtExecutor::create(plugin, search_dirs, capacity); });
+  const int chips = pjrt_chip_count(*executor);
+  if (!runtime::Runtime::start_with_chip_count(chips)) {
+    // Started earlier (a device count was asked for): its chips are fixed.
+    const int have = runtime::Runtime::instance().chip_count();
+    TORCH_CHECK(have == chips, "the runtime already started with ", have, " tpu devices; the ",
+                "PJRT plugin '", plugin, "' gives ", chips, ": select the runtime before asking ",
+                "for devices (TORCH_TPU_RUNTIME before starting Python, or TORCH_TPU_HOST_CHIPS=",
+                have, ")");
+  }
   if (!cache_dir.empty()) executor->use_disk_cache(cache_dir);
   g_pjrt = executor.release();
   engine::set_active_executor(g_pjrt);

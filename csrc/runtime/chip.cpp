@@ -41,14 +41,14 @@ bool is_set(const char* value) { return value != nullptr && *value != '\0'; }
 // TORCH_TPU_HOST_CHIPS wins. Under torchrun (LOCAL_WORLD_SIZE set) a process sees one chip per
 // local rank, as a process on a TPU or GPU host sees all of the host's devices, so scripts that
 // pick `tpu:LOCAL_RANK` run unchanged. Unused chips cost address space only.
-int chip_count_from_environment() {
+std::optional<int> chip_count_from_environment() {
   if (const char* chips = std::getenv("TORCH_TPU_HOST_CHIPS"); is_set(chips)) {
     return parse_chip_count(chips, "TORCH_TPU_HOST_CHIPS");
   }
   if (const char* local_world = std::getenv("LOCAL_WORLD_SIZE"); is_set(local_world)) {
     return parse_chip_count(local_world, "LOCAL_WORLD_SIZE");
   }
-  return 1;
+  return std::nullopt;
 }
 
 void record_now(Event& mark, Stream& stream) { mark.record(stream); }
@@ -153,6 +153,7 @@ namespace {
 
 std::atomic<bool> g_forked_after_start{false};
 std::atomic<int> g_started_chip_count{0};
+std::atomic<int> g_chip_count_to_start_with{0};  // 0: the environment's
 
 }  // namespace
 
@@ -173,12 +174,27 @@ bool Runtime::in_forked_child() { return g_forked_after_start.load(std::memory_o
 
 int Runtime::started_chip_count() { return g_started_chip_count.load(std::memory_order_relaxed); }
 
-Runtime::Runtime() {
-  const int count = chip_count_from_environment();
+std::optional<int> Runtime::requested_chip_count() { return chip_count_from_environment(); }
+
+size_t Runtime::requested_capacity() {
   const char* hbm = std::getenv("TORCH_TPU_HBM_BYTES");
-  const size_t capacity =
-      hbm != nullptr && *hbm != '\0' ? parse_byte_size(hbm, "TORCH_TPU_HBM_BYTES")
-                                     : kDefaultCapacity;
+  return is_set(hbm) ? parse_byte_size(hbm, "TORCH_TPU_HBM_BYTES") : kDefaultCapacity;
+}
+
+bool Runtime::start_with_chip_count(int count) {
+  if (count < 1 || count > kMaxChips) {
+    throw RuntimeError("a runtime has 1.." + std::to_string(kMaxChips) + " chips, asked for " +
+                       std::to_string(count));
+  }
+  if (started_chip_count() != 0) return false;
+  g_chip_count_to_start_with.store(count, std::memory_order_relaxed);
+  return true;
+}
+
+Runtime::Runtime() {
+  const int chosen = g_chip_count_to_start_with.load(std::memory_order_relaxed);
+  const int count = chosen > 0 ? chosen : chip_count_from_environment().value_or(1);
+  const size_t capacity = requested_capacity();
   chips_.reserve(static_cast<size_t>(count));
   for (int index = 0; index < count; ++index) {
     chips_.push_back(std::make_unique<Chip>(index, capacity));

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -88,6 +89,15 @@ class Runtime {
   // The chip count of the runtime this process started, or in a forked child its parent's (as
   // CUDA answers device_count there); 0 before any runtime started.
   static int started_chip_count();
+  // The chip count the environment asks for (TORCH_TPU_HOST_CHIPS, else LOCAL_WORLD_SIZE), or
+  // none (the runtime then starts with one). Throws RuntimeError for a malformed value.
+  static std::optional<int> requested_chip_count();
+  // Each chip's capacity: TORCH_TPU_HBM_BYTES, else 16 GiB. Throws RuntimeError when malformed.
+  static size_t requested_capacity();
+  // Makes the runtime start with `count` chips instead of the environment's count: for a
+  // runtime selected before first use whose devices decide it (PJRT: one chip per plugin
+  // device). Returns false once the runtime has started (its chips are then fixed).
+  static bool start_with_chip_count(int count);
 
   int chip_count() const { return static_cast<int>(chips_.size()); }
   // Throws RuntimeError naming the valid range for a bad index.

@@ -427,3 +427,52 @@ TEST_F(PjrtExecutorTest, DiskCacheServesALaterExecutorWithoutACompile) {
   }
   std::filesystem::remove_all(dir);
 }
+
+TEST_F(PjrtExecutorTest, RunsOnTheDeviceItsBuffersAreOnWithStatisticsPerDevice) {
+  if (executor_->client().devices().size() < 2) GTEST_SKIP() << "the plugin has one device";
+  const std::vector<float> x = iota_floats(32, -3.0f, 0.5f), w = iota_floats(32, 1.0f, 0.25f);
+  const runtime::DeviceAddress sx = executor_->allocate(1, 128, 0), sw = executor_->allocate(1, 128, 0);
+  const runtime::DeviceAddress sy = executor_->allocate(1, 128, 0);
+  EXPECT_EQ(executor_->chip_of(sy), 1);
+  EXPECT_EQ(executor_->chip_of(sy + 4096), -1);
+  executor_->copy_to_device(x.data(), sx, 128, stream_);
+  executor_->copy_to_device(w.data(), sw, 128, stream_);
+  // One portable executable serves both devices.
+  const auto executable = executor_->compile(add_program(1.0));
+  executor_->run(executable, bind({sx, sw, sy}, dynamic_scalars(add_program(2.0))), stream_);
+  const std::vector<float> y = download<float>(sy, 32);
+  for (size_t i = 0; i < 32; ++i) EXPECT_FLOAT_EQ(y[i], x[i] + 2.0f * w[i]) << i;
+  EXPECT_EQ(executor_->memory_stats(1).allocated_bytes[runtime::kAllPools].current, 3 * 128);
+  EXPECT_EQ(executor_->memory_stats(0).allocated_bytes[runtime::kAllPools].current, 0);
+
+  // A copy to device 0, whole and in part.
+  const runtime::DeviceAddress on_zero = upload(std::vector<float>(32, 7.0f));
+  executor_->copy_on_device(sy + 8, on_zero + 16, 32, stream_);
+  const std::vector<float> copied = download<float>(on_zero, 32);
+  for (size_t i = 0; i < 32; ++i) {
+    EXPECT_FLOAT_EQ(copied[i], i >= 4 && i < 12 ? y[i - 2] : 7.0f) << i;
+  }
+  // Buffers of two devices in one run fail the run, naming the op.
+  executor_->run(executable, bind({sx, on_zero, sy}, dynamic_scalars(add_program(2.0))), stream_);
+  try {
+    stream_.synchronize();
+    ADD_FAILURE() << "a run over two devices did not fail";
+  } catch (const runtime::AsyncOpError& error) {
+    EXPECT_NE(std::string(error.what()).find("more than one device"), std::string::npos) << error.what();
+  }
+  EXPECT_THROW(executor_->allocate(static_cast<int>(executor_->client().devices().size()), 8, 0),
+               std::invalid_argument);
+}
+
+TEST_F(PjrtExecutorTest, ReadAndWriteNowReachWholeBuffersAndRanges) {
+  const runtime::DeviceAddress slot = upload(iota_floats(8, 0.0f, 1.0f));
+  std::vector<float> whole(8);
+  executor_->read_now(slot, whole.data(), 32);
+  EXPECT_EQ(whole, iota_floats(8, 0.0f, 1.0f));
+  const std::vector<float> two = {-1.0f, -2.0f};
+  executor_->write_now(two.data(), slot + 12, 8);
+  std::vector<float> part(4);
+  executor_->read_now(slot + 8, part.data(), 16);
+  EXPECT_EQ(part, (std::vector<float>{2.0f, -1.0f, -2.0f, 5.0f}));
+  EXPECT_THROW(executor_->read_now(slot + 24, part.data(), 16), runtime::RuntimeError);
+}

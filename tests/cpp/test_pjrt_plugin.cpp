@@ -51,6 +51,10 @@ TEST(PjrtCompileOptions, ReplicasPartitionsAndDebugOverridesAreTheBytesThePlugin
   // 300 needs a two-byte varint: 0xac 0x02.
   EXPECT_EQ(compile_options_bytes(300, 2), std::string("\x1a\x05\x20\xac\x02\x28\x02", 7) + overrides);
   EXPECT_THROW(compile_options_bytes(0, 1), std::invalid_argument);
+  // compile_portable_executable (field 4 of CompileOptionsProto) = true.
+  EXPECT_EQ(compile_options_bytes(1, 1, /*portable=*/true),
+            std::string("\x1a\x04\x20\x01\x28\x01\x20\x01", 8) + overrides);
+  EXPECT_THROW(compile_options_bytes(2, 1, /*portable=*/true), std::invalid_argument);
 }
 
 TEST(PjrtApiVersion, OlderMinorIsRefusedNamingBothVersions) {

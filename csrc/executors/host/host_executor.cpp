@@ -76,6 +76,11 @@ class HostExecutor final : public Executor {
     runtime::Runtime::instance().chip(chip).allocator().free(buffer);
   }
 
+  int chip_of(runtime::DeviceAddress buffer) const override {
+    const runtime::Chip* chip = runtime::Runtime::instance().chip_of(buffer);
+    return chip == nullptr ? -1 : chip->index();
+  }
+
   void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
                       runtime::Stream& stream, ir::DType = ir::DType::kUInt8) override {
     runtime::Chip& chip = chip_at(device);
@@ -97,6 +102,14 @@ class HostExecutor final : public Executor {
     stream.enqueue("tpu::copy_on_device", [&source, &target, from, to, bytes] {
       std::memmove(target.host_address(to), source.host_address(from), bytes);
     });
+  }
+
+  void read_now(runtime::DeviceAddress device, void* host, size_t bytes) override {
+    std::memcpy(host, chip_at(device).host_address(device), bytes);
+  }
+
+  void write_now(const void* host, runtime::DeviceAddress device, size_t bytes) override {
+    std::memcpy(chip_at(device).host_address(device), host, bytes);
   }
 
   runtime::MemoryStats memory_stats(int chip) const override {

@@ -213,7 +213,7 @@ void LoadedExecutable::reset() {
 }
 
 std::vector<Buffer> LoadedExecutable::execute(std::span<const Buffer* const> arguments,
-                                              Event* done) const {
+                                              Event* done, std::optional<size_t> device_index) const {
   auto run = client_->plugin().entry(&capi::Api::loaded_executable_execute,
                                      "PJRT_LoadedExecutable_Execute");
   std::vector<capi::Buffer*> inputs;
@@ -233,6 +233,7 @@ std::vector<Buffer> LoadedExecutable::execute(std::span<const Buffer* const> arg
   args.num_args = inputs.size();
   args.output_lists = &output_list;
   args.device_complete_events = done ? &complete : nullptr;
+  if (device_index) args.execute_device = client_->device_handle(*device_index);
   throw_if_error(client_->api(), run(&args), "PJRT_LoadedExecutable_Execute");
 
   std::vector<Buffer> results;
@@ -324,13 +325,18 @@ void Client::describe() {
   }
 }
 
-Buffer Client::copy_to_device(const void* data, capi::BufferType type,
-                              std::span<const int64_t> dims, size_t device_index) const {
+capi::Device* Client::device_handle(size_t device_index) const {
   if (device_index >= device_handles_.size()) {
     throw runtime::RuntimeError("PJRT device index " + std::to_string(device_index) +
                                 " out of range: the " + platform_name_ + " client has " +
                                 std::to_string(device_handles_.size()) + " devices");
   }
+  return device_handles_[device_index];
+}
+
+Buffer Client::copy_to_device(const void* data, capi::BufferType type,
+                              std::span<const int64_t> dims, size_t device_index) const {
+  capi::Device* device = device_handle(device_index);
   auto from_host = plugin_->entry(&capi::Api::client_buffer_from_host_buffer,
                                   "PJRT_Client_BufferFromHostBuffer");
   auto args = make_args<capi::ClientBufferFromHostBufferArgs>();
@@ -340,7 +346,7 @@ Buffer Client::copy_to_device(const void* data, capi::BufferType type,
   args.dims = dims.data();
   args.num_dims = dims.size();
   args.host_buffer_semantics = capi::HostBufferSemantics::kImmutableUntilTransferCompletes;
-  args.device = device_handles_[device_index];
+  args.device = device;
   throw_if_error(api(), from_host(&args), "PJRT_Client_BufferFromHostBuffer");
   Buffer buffer(shared_from_this(), args.buffer);
   // The caller may reuse `data` when we return: wait until the plugin has let go of it.

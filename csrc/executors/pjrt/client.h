@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -78,10 +79,12 @@ class LoadedExecutable {
   ~LoadedExecutable();
 
   size_t num_outputs() const { return num_outputs_; }
-  // Queues one run on the device chosen at compile time and returns its outputs at once (they
-  // become ready asynchronously); `done`, when given, receives the run's completion event.
-  std::vector<Buffer> execute(std::span<const Buffer* const> arguments,
-                              Event* done = nullptr) const;
+  // Queues one run and returns its outputs at once (they become ready asynchronously); `done`,
+  // when given, receives the run's completion event. `device_index`: the client's device to
+  // run on, for an executable compiled portable (compile_options_bytes); none: the device
+  // chosen at compile time.
+  std::vector<Buffer> execute(std::span<const Buffer* const> arguments, Event* done = nullptr,
+                              std::optional<size_t> device_index = std::nullopt) const;
   // The plugin's serialization of the compiled program (for an on-disk cache; valid for the
   // same plugin build only).
   std::string serialize() const;
@@ -120,6 +123,9 @@ class Client : public std::enable_shared_from_this<Client> {
   // may be reused (the device copy may still be in flight: see Buffer::ready_event).
   Buffer copy_to_device(const void* data, capi::BufferType type, std::span<const int64_t> dims,
                         size_t device_index = 0) const;
+  // The PJRT handle of device `device_index`; throws RuntimeError naming the count when out of
+  // range.
+  capi::Device* device_handle(size_t device_index) const;
 
   // Compiles a StableHLO module given as MLIR (text or bytecode) with serialized
   // CompileOptionsProto `options`. Blocks; throws PjrtError with the compiler's message.

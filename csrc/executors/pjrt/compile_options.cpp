@@ -31,6 +31,7 @@ void put_message_field(std::string& out, int field, const std::string& message) 
 void put_string_field(std::string& out, int field, const std::string& text) { put_message_field(out, field, text); }
 
 constexpr int kExecutableBuildOptionsField = 3;  // in CompileOptionsProto
+constexpr int kCompilePortableExecutableField = 4;
 constexpr int kEnvOptionOverridesField = 7;      // map<string, OptionOverrideProto>
 constexpr int kNumReplicasField = 4;             // in ExecutableBuildOptionsProto
 constexpr int kNumPartitionsField = 5;
@@ -51,15 +52,19 @@ void put_bool_override(std::string& out, const std::string& name, bool value) {
 
 }  // namespace
 
-std::string compile_options_bytes(int num_replicas, int num_partitions) {
+std::string compile_options_bytes(int num_replicas, int num_partitions, bool portable) {
   if (num_replicas < 1 || num_partitions < 1) {
     throw std::invalid_argument("compile options need at least one replica and one partition");
+  }
+  if (portable && (num_replicas != 1 || num_partitions != 1)) {
+    throw std::invalid_argument("a portable executable has one replica and one partition");
   }
   std::string build_options;
   put_varint_field(build_options, kNumReplicasField, static_cast<uint64_t>(num_replicas));
   put_varint_field(build_options, kNumPartitionsField, static_cast<uint64_t>(num_partitions));
   std::string options;
   put_message_field(options, kExecutableBuildOptionsField, build_options);
+  if (portable) put_varint_field(options, kCompilePortableExecutableField, 1);
   // XLA may otherwise keep a program's bfloat16/float16 intermediates in float32 and drop the
   // roundings between its ops; eager PyTorch rounds each op's result, and a fused program must
   // compute what its ops would one by one.

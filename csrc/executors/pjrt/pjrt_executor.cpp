@@ -72,11 +72,12 @@ ir::DType usable_unit(ir::DType unit, int64_t bytes) {
   return unit;
 }
 
-// `size` host bytes as a 1-D buffer of `unit` elements (usable_unit's).
+// `size` host bytes as a 1-D buffer of `unit` elements (usable_unit's) on device `device`.
 std::shared_ptr<const Buffer> upload(const Client& client, const void* bytes, int64_t size,
-                                     ir::DType unit = ir::DType::kUInt8) {
+                                     ir::DType unit, int device) {
   const int64_t dims[1] = {size / ir::element_size(unit)};
-  return std::make_shared<const Buffer>(client.copy_to_device(bytes, buffer_type_of(unit), dims));
+  return std::make_shared<const Buffer>(
+      client.copy_to_device(bytes, buffer_type_of(unit), dims, static_cast<size_t>(device)));
 }
 
 // The slot's bytes on the host (zeros before its first write).
@@ -118,16 +119,53 @@ void check_range(const char* what, int64_t offset, size_t bytes, int64_t slot_by
   }
 }
 
+
+// Reads `bytes` of the slot from `at.offset` into `host` (zeros before its first write).
+void read_range(const PjrtExecutor::Located& at, void* host, size_t bytes, const char* what) {
+  std::shared_ptr<const Buffer> buffer;
+  int64_t slot_bytes = 0;
+  {
+    std::lock_guard<std::mutex> lock(at.slot->mutex);
+    buffer = at.slot->buffer;
+    slot_bytes = at.slot->bytes;
+  }
+  check_range(what, at.offset, bytes, slot_bytes);
+  if (buffer != nullptr && at.offset == 0 && static_cast<int64_t>(bytes) == slot_bytes) {
+    if (bytes > 0) buffer->copy_to_host(host, bytes);
+    return;
+  }
+  const std::vector<unsigned char> whole = download(*at.slot);
+  if (bytes > 0) std::memcpy(host, whole.data() + at.offset, bytes);
+}
+
+// Writes `bytes` host bytes into the slot at `at.offset`: a new buffer for the whole slot, in
+// the slot's units, on its device (part of a slot round-trips the rest through host memory).
+void write_range(const Client& client, const PjrtExecutor::Located& at, const void* host,
+                 size_t bytes, const char* what) {
+  const int64_t slot_bytes = bytes_of(*at.slot);
+  check_range(what, at.offset, bytes, slot_bytes);
+  const ir::DType unit = unit_of(*at.slot);
+  if (at.offset == 0 && static_cast<int64_t>(bytes) == slot_bytes) {
+    install(*at.slot, upload(client, host, slot_bytes, unit, at.slot->device), slot_bytes, unit);
+    return;
+  }
+  std::vector<unsigned char> whole = download(*at.slot);
+  if (bytes > 0) std::memcpy(whole.data() + at.offset, host, bytes);
+  install(*at.slot, upload(client, whole.data(), slot_bytes, unit, at.slot->device), slot_bytes,
+          unit);
+}
+
 }  // namespace
 
-// Buffers of recent small run-time operands: Scalars (0-d) and host storages of a few bytes
-// (wrapped numbers, `x * 2` passes one). A steady loop (the same alpha or learning rate every
-// step) uploads none.
+// Buffers of recent small run-time operands, per device: Scalars (0-d) and host storages of a
+// few bytes (wrapped numbers, `x * 2` passes one). A steady loop (the same alpha or learning
+// rate every step) uploads none.
 struct PjrtExecutor::OperandBuffers {
   static constexpr size_t kCapacity = 256;  // values kept; a full cache starts over
   static constexpr size_t kMaxHostBytes = 16;
 
-  std::shared_ptr<const Buffer> scalar(const Client& client, const ir::ScalarValue& scalar) {
+  std::shared_ptr<const Buffer> scalar(const Client& client, const ir::ScalarValue& scalar,
+                                       int device) {
     const bool as_bool = scalar.kind == ir::ScalarValue::Kind::kBool;
     const bool as_int = scalar.kind == ir::ScalarValue::Kind::kInt;
     const auto boolean = static_cast<uint8_t>(scalar.integer != 0);
@@ -137,21 +175,21 @@ struct PjrtExecutor::OperandBuffers {
     const capi::BufferType type = as_bool  ? capi::BufferType::kPred
                                   : as_int ? capi::BufferType::kS64
                                            : capi::BufferType::kF64;
-    return get(client, type, data, as_bool ? 1 : 8, {});
+    return get(client, type, data, as_bool ? 1 : 8, {}, device);
   }
 
-  // `bytes` host bytes as a 1-D buffer of `unit` elements, uploaded now.
+  // `bytes` host bytes as a 1-D buffer of `unit` elements on `device`, uploaded now.
   std::shared_ptr<const Buffer> host_bytes(const Client& client, const void* data, int64_t bytes,
-                                           ir::DType unit) {
-    if (static_cast<size_t>(bytes) > kMaxHostBytes) return upload(client, data, bytes, unit);
+                                           ir::DType unit, int device) {
+    if (static_cast<size_t>(bytes) > kMaxHostBytes) return upload(client, data, bytes, unit, device);
     return get(client, buffer_type_of(unit), data, static_cast<size_t>(bytes),
-               {bytes / ir::element_size(unit)});
+               {bytes / ir::element_size(unit)}, device);
   }
 
-  // `buffer` (a storage of `bytes` bytes as `from` units) as `to` units, on the device; the
-  // conversion program is compiled once per (from, to, bytes).
+  // `buffer` (a storage of `bytes` bytes as `from` units, on `device`) as `to` units, on the
+  // device; the conversion program is compiled once per (from, to, bytes), portable.
   std::shared_ptr<const Buffer> convert(const Client& client, const Buffer& buffer, ir::DType from,
-                                        ir::DType to, int64_t bytes) {
+                                        ir::DType to, int64_t bytes, int device) {
     const std::string key = std::to_string(static_cast<int>(from)) + ">" +
                             std::to_string(static_cast<int>(to)) + ":" + std::to_string(bytes);
     std::shared_ptr<const LoadedExecutable> program;
@@ -161,27 +199,30 @@ struct PjrtExecutor::OperandBuffers {
     }
     if (program == nullptr) {
       program = std::make_shared<const LoadedExecutable>(
-          client.compile(lowering::conversion_module(from, to, bytes)));
+          client.compile(lowering::conversion_module(from, to, bytes),
+                         compile_options_bytes(1, 1, /*portable=*/true)));
       std::lock_guard<std::mutex> lock(mutex);
       conversions.emplace(key, program);
     }
     const Buffer* argument = &buffer;
     Event done;
-    std::vector<Buffer> outputs = program->execute({&argument, 1}, &done);
+    std::vector<Buffer> outputs =
+        program->execute({&argument, 1}, &done, static_cast<size_t>(device));
     done.await();
     return std::make_shared<const Buffer>(std::move(outputs.front()));
   }
 
  private:
   std::shared_ptr<const Buffer> get(const Client& client, capi::BufferType type, const void* data,
-                                    size_t size, std::vector<int64_t> dims) {
-    std::string key(1, static_cast<char>(type));
+                                    size_t size, std::vector<int64_t> dims, int device) {
+    std::string key = std::to_string(device) + ":" + static_cast<char>(type);
     key.append(static_cast<const char*>(data), size);
     {
       std::lock_guard<std::mutex> lock(mutex);
       if (auto found = buffers.find(key); found != buffers.end()) return found->second;
     }
-    auto buffer = std::make_shared<const Buffer>(client.copy_to_device(data, type, dims));
+    auto buffer = std::make_shared<const Buffer>(
+        client.copy_to_device(data, type, dims, static_cast<size_t>(device)));
     std::lock_guard<std::mutex> lock(mutex);
     if (buffers.size() >= kCapacity) buffers.clear();
     buffers.emplace(std::move(key), buffer);
@@ -199,6 +240,7 @@ PjrtExecutor::PjrtExecutor(std::shared_ptr<Client> client, size_t capacity)
       capacity_(capacity == 0 ? SIZE_MAX : capacity),
       next_address_(kFirstSlotAddress) {
   if (client_ == nullptr) throw std::invalid_argument("PjrtExecutor: no client");
+  stats_.resize(client_->devices().size());
 }
 
 std::unique_ptr<PjrtExecutor> PjrtExecutor::create(const std::string& plugin,
@@ -228,7 +270,8 @@ std::shared_ptr<const Executable> PjrtExecutor::compile(const ir::Program& progr
   executable->op_name = intern(program_name(program));
   const auto started = std::chrono::steady_clock::now();
   const std::string& mlir = executable->lowered.mlir;
-  const std::string options = compile_options_bytes();
+  // Portable: one executable serves every device (the run names its device).
+  const std::string options = compile_options_bytes(1, 1, /*portable=*/true);
   bool loaded = false;
   if (disk_cache_ != nullptr) {
     if (std::optional<std::string> serialized = disk_cache_->load(mlir, options)) {
@@ -287,31 +330,53 @@ Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable
         std::to_string(bindings.scalars.size()));
   }
   // Slots are bound now, in issue order: a later free() cannot take them from this run. Host
-  // storages are uploaded now: their memory is the caller's only during the call.
+  // storages are uploaded now, to the device the slots are on: their memory is the caller's
+  // only during the call.
   struct Bound {
     ir::StorageId storage;
     Located at;
     std::shared_ptr<const Buffer> host;  // a host storage's bytes
   };
-  auto bind = [&](const std::vector<ir::StorageId>& storages) {
+  auto located = [&](const std::vector<ir::StorageId>& storages) {
     std::vector<Bound> bound;
     for (const ir::StorageId s : storages) {
-      const runtime::DeviceAddress address = bindings.storages[static_cast<size_t>(s)];
-      if (compiled->storage_on_host[static_cast<size_t>(s)]) {
-        bound.push_back({s, {}, operand_buffers_->host_bytes(
-                                    *client_, reinterpret_cast<const void*>(address),
-                                    compiled->storage_bytes[static_cast<size_t>(s)],
-                                    lowered.storage_units[static_cast<size_t>(s)])});
-      } else {
-        bound.push_back({s, locate(address), nullptr});
+      Located at;
+      if (!compiled->storage_on_host[static_cast<size_t>(s)]) {
+        at = locate(bindings.storages[static_cast<size_t>(s)]);
       }
+      bound.push_back({s, std::move(at), nullptr});
     }
     return bound;
   };
-  auto task = [client = client_, operand_cache = operand_buffers_, compiled,
-               parameters = bind(lowered.parameter_storages),
-               results = bind(lowered.result_storages), addresses = bindings.storages,
-               scalars = std::move(bindings.scalars)] {
+  std::vector<Bound> parameters = located(lowered.parameter_storages);
+  std::vector<Bound> results = located(lowered.result_storages);
+  // The device every bound slot is on (the engine runs an op on its tensors' chip); a program
+  // with slots on two devices fails when it runs, below.
+  int device = 0;
+  bool devices_agree = true;
+  bool device_known = false;
+  for (const std::vector<Bound>* list : {&parameters, &results}) {
+    for (const Bound& bound : *list) {
+      if (bound.at.slot == nullptr) continue;
+      if (device_known && bound.at.slot->device != device) devices_agree = false;
+      device = device_known ? device : bound.at.slot->device;
+      device_known = true;
+    }
+  }
+  for (Bound& bound : parameters) {
+    const auto s = static_cast<size_t>(bound.storage);
+    if (!compiled->storage_on_host[s]) continue;
+    bound.host = operand_buffers_->host_bytes(
+        *client_, reinterpret_cast<const void*>(bindings.storages[s]), compiled->storage_bytes[s],
+        lowered.storage_units[s], device);
+  }
+  auto task = [client = client_, operand_cache = operand_buffers_, compiled, device, devices_agree,
+               parameters = std::move(parameters), results = std::move(results),
+               addresses = bindings.storages, scalars = std::move(bindings.scalars)] {
+    if (!devices_agree) {
+      throw runtime::RuntimeError(std::string(compiled->op_name) +
+                                  " reads or writes buffers of more than one device");
+    }
     auto check = [&](ir::StorageId s, const Located& at) {
       const runtime::DeviceAddress address = addresses[static_cast<size_t>(s)];
       if (at.slot == nullptr || at.offset != 0) {
@@ -340,22 +405,24 @@ Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable
       const ir::DType unit = compiled->lowered.storage_units[static_cast<size_t>(s)];
       if (at.slot->buffer == nullptr) {
         const std::vector<unsigned char> zeros(static_cast<size_t>(expected), 0);
-        at.slot->buffer = upload(*client, zeros.data(), expected, unit);
+        at.slot->buffer = upload(*client, zeros.data(), expected, unit, device);
         at.slot->unit = unit;
       } else if (at.slot->unit != unit) {
-        at.slot->buffer = operand_cache->convert(*client, *at.slot->buffer, at.slot->unit, unit, expected);
+        at.slot->buffer =
+            operand_cache->convert(*client, *at.slot->buffer, at.slot->unit, unit, expected, device);
         at.slot->unit = unit;
       }
       arguments.push_back(at.slot->buffer);
     }
     for (const ir::ScalarValue& scalar : scalars) {
-      arguments.push_back(operand_cache->scalar(*client, scalar));
+      arguments.push_back(operand_cache->scalar(*client, scalar, device));
     }
     for (const auto& [s, at, host] : results) check(s, at);
     std::vector<const Buffer*> argument_list;
     for (const auto& argument : arguments) argument_list.push_back(argument.get());
     Event done;
-    std::vector<Buffer> outputs = compiled->loaded.execute(argument_list, &done);
+    std::vector<Buffer> outputs =
+        compiled->loaded.execute(argument_list, &done, static_cast<size_t>(device));
     // Waiting here keeps a failing run's error with this task, which names the op.
     done.await();
     // A violated run-time check fails the run. A one-op program's storages keep their
@@ -381,27 +448,36 @@ Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable
   return {compiled->op_name, std::move(task)};
 }
 
-runtime::DeviceAddress PjrtExecutor::allocate(int chip, size_t bytes, int64_t) {
-  if (chip != 0) {
-    throw std::invalid_argument("not supported yet: the PJRT executor drives one device "
-                                "(chip 0), asked for chip " + std::to_string(chip));
+void PjrtExecutor::check_chip(int chip, const char* what) const {
+  const size_t devices = client_->devices().size();
+  if (chip < 0 || static_cast<size_t>(chip) >= devices) {
+    throw std::invalid_argument(std::string("PjrtExecutor::") + what + ": chip " +
+                                std::to_string(chip) + " is not one of the pjrt:" +
+                                client_->platform_name() + " client's " + std::to_string(devices) +
+                                " devices");
   }
+}
+
+runtime::DeviceAddress PjrtExecutor::allocate(int chip, size_t bytes, int64_t) {
+  check_chip(chip, "allocate");
   auto slot = std::make_shared<Slot>();
+  slot->device = chip;
   slot->bytes = static_cast<int64_t>(bytes);
   std::lock_guard<std::mutex> lock(mutex_);
-  const auto in_use = static_cast<size_t>(stats_.allocated_bytes[runtime::kAllPools].current);
+  runtime::MemoryStats& stats = stats_[static_cast<size_t>(chip)];
+  const auto in_use = static_cast<size_t>(stats.allocated_bytes[runtime::kAllPools].current);
   if (bytes > capacity_ - in_use) {
-    ++stats_.num_ooms;
+    ++stats.num_ooms;
     throw runtime::OutOfMemoryError(chip, bytes, capacity_ - in_use, capacity_);
   }
-  for (runtime::StatArray* stat : {&stats_.allocation, &stats_.segment, &stats_.active}) {
+  for (runtime::StatArray* stat : {&stats.allocation, &stats.segment, &stats.active}) {
     (*stat)[runtime::kAllPools].increase(1);
   }
-  for (runtime::StatArray* stat : {&stats_.allocated_bytes, &stats_.reserved_bytes,
-                                   &stats_.active_bytes, &stats_.requested_bytes}) {
+  for (runtime::StatArray* stat : {&stats.allocated_bytes, &stats.reserved_bytes,
+                                   &stats.active_bytes, &stats.requested_bytes}) {
     (*stat)[runtime::kAllPools].increase(static_cast<int64_t>(bytes));
   }
-  ++stats_.num_device_alloc;
+  ++stats.num_device_alloc;
   const runtime::DeviceAddress address = next_address_;
   // Addresses are never reused, and a gap keeps one past the end outside every slot.
   next_address_ += ((bytes + kSlotAlignment - 1) / kSlotAlignment + 1) * kSlotAlignment;
@@ -416,30 +492,42 @@ void PjrtExecutor::free(int, runtime::DeviceAddress buffer) {
     throw std::invalid_argument("PjrtExecutor::free: " + hex(buffer) + " is not a live buffer");
   }
   const int64_t bytes = bytes_of(*found->second);
+  runtime::MemoryStats& stats = stats_[static_cast<size_t>(found->second->device)];
   slots_.erase(found);
-  for (runtime::StatArray* stat : {&stats_.allocation, &stats_.segment, &stats_.active}) {
+  for (runtime::StatArray* stat : {&stats.allocation, &stats.segment, &stats.active}) {
     (*stat)[runtime::kAllPools].decrease(1);
   }
-  for (runtime::StatArray* stat : {&stats_.allocated_bytes, &stats_.reserved_bytes,
-                                   &stats_.active_bytes, &stats_.requested_bytes}) {
+  for (runtime::StatArray* stat : {&stats.allocated_bytes, &stats.reserved_bytes,
+                                   &stats.active_bytes, &stats.requested_bytes}) {
     (*stat)[runtime::kAllPools].decrease(bytes);
   }
-  ++stats_.num_device_free;
+  ++stats.num_device_free;
 }
 
-runtime::MemoryStats PjrtExecutor::memory_stats(int) const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return stats_;
+int PjrtExecutor::chip_of(runtime::DeviceAddress buffer) const {
+  const Located at = locate(buffer);
+  return at.slot == nullptr ? -1 : at.slot->device;
 }
 
-size_t PjrtExecutor::memory_capacity(int) const { return capacity_; }
-
-void PjrtExecutor::reset_memory_stats(int, StatsReset which) {
+runtime::MemoryStats PjrtExecutor::memory_stats(int chip) const {
+  check_chip(chip, "memory_stats");
   std::lock_guard<std::mutex> lock(mutex_);
+  return stats_[static_cast<size_t>(chip)];
+}
+
+size_t PjrtExecutor::memory_capacity(int chip) const {
+  check_chip(chip, "memory_capacity");
+  return capacity_;
+}
+
+void PjrtExecutor::reset_memory_stats(int chip, StatsReset which) {
+  check_chip(chip, "reset_memory_stats");
+  std::lock_guard<std::mutex> lock(mutex_);
+  runtime::MemoryStats& stats = stats_[static_cast<size_t>(chip)];
   if (which == StatsReset::kPeaks) {
-    stats_.reset_peaks();
+    stats.reset_peaks();
   } else {
-    stats_.reset_accumulated();
+    stats.reset_accumulated();
   }
 }
 
@@ -484,23 +572,14 @@ void PjrtExecutor::copy_to_device(const void* host, runtime::DeviceAddress devic
     // order, after the work queued before that still reads the old one.
     const ir::DType kept = usable_unit(unit, static_cast<int64_t>(bytes));
     stream.enqueue("tpu::copy_to_device",
-                   [at, kept, buffer = upload(*client_, host, static_cast<int64_t>(bytes), kept)]() mutable {
+                   [at, kept, buffer = upload(*client_, host, static_cast<int64_t>(bytes), kept,
+                                              at.slot->device)]() mutable {
                      install(*at.slot, std::move(buffer), bytes_of(*at.slot), kept);
                    });
     return;
   }
   stream.enqueue("tpu::copy_to_device", [client = client_, at, host, bytes] {
-    const int64_t slot_bytes = bytes_of(*at.slot);
-    check_range("copy_to_device", at.offset, bytes, slot_bytes);
-    if (at.offset == 0 && static_cast<int64_t>(bytes) == slot_bytes) {
-      install(*at.slot, upload(*client, host, slot_bytes, unit_of(*at.slot)), slot_bytes,
-              unit_of(*at.slot));
-      return;
-    }
-    std::vector<unsigned char> whole = download(*at.slot);
-    std::memcpy(whole.data() + at.offset, host, bytes);
-    const ir::DType current = unit_of(*at.slot);
-    install(*at.slot, upload(*client, whole.data(), slot_bytes, current), slot_bytes, current);
+    write_range(*client, at, host, bytes, "copy_to_device");
   });
 }
 
@@ -508,22 +587,8 @@ void PjrtExecutor::copy_to_host(runtime::DeviceAddress device, void* host, size_
                                 runtime::Stream& stream) {
   const Located at = locate(device);
   if (at.slot == nullptr) throw std::invalid_argument(hex(device) + " is not a PJRT buffer");
-  stream.enqueue("tpu::copy_to_host", [at, host, bytes] {
-    std::shared_ptr<const Buffer> buffer;
-    int64_t slot_bytes = 0;
-    {
-      std::lock_guard<std::mutex> lock(at.slot->mutex);
-      buffer = at.slot->buffer;
-      slot_bytes = at.slot->bytes;
-    }
-    check_range("copy_to_host", at.offset, bytes, slot_bytes);
-    if (buffer != nullptr && at.offset == 0 && static_cast<int64_t>(bytes) == slot_bytes) {
-      if (bytes > 0) buffer->copy_to_host(host, bytes);
-      return;
-    }
-    const std::vector<unsigned char> whole = download(*at.slot);
-    if (bytes > 0) std::memcpy(host, whole.data() + at.offset, bytes);
-  });
+  stream.enqueue("tpu::copy_to_host",
+                 [at, host, bytes] { read_range(at, host, bytes, "copy_to_host"); });
 }
 
 void PjrtExecutor::copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to,
@@ -543,21 +608,28 @@ void PjrtExecutor::copy_on_device(runtime::DeviceAddress from, runtime::DeviceAd
       source_unit = source.slot->unit;
     }
     const int64_t whole_target = bytes_of(*target.slot);
-    // Buffers are immutable: a whole copy is the same buffer in a second slot.
-    if (source.offset == 0 && target.offset == 0 && static_cast<int64_t>(bytes) == source_bytes &&
-        source_bytes == whole_target) {
+    // Buffers are immutable: a whole copy on one device is the same buffer in a second slot.
+    if (source.slot->device == target.slot->device && source.offset == 0 && target.offset == 0 &&
+        static_cast<int64_t>(bytes) == source_bytes && source_bytes == whole_target) {
       install(*target.slot, std::move(shared), whole_target, source_unit);
       return;
     }
-    const std::vector<unsigned char> from_bytes = download(*source.slot);
-    check_range("copy_on_device", source.offset, bytes, static_cast<int64_t>(from_bytes.size()));
-    const int64_t target_bytes = bytes_of(*target.slot);
-    check_range("copy_on_device", target.offset, bytes, target_bytes);
-    std::vector<unsigned char> whole = download(*target.slot);
-    if (bytes > 0) std::memcpy(whole.data() + target.offset, from_bytes.data() + source.offset, bytes);
-    const ir::DType current = unit_of(*target.slot);
-    install(*target.slot, upload(*client, whole.data(), target_bytes, current), target_bytes, current);
+    std::vector<unsigned char> staged(bytes);
+    read_range(source, staged.data(), bytes, "copy_on_device");
+    write_range(*client, target, staged.data(), bytes, "copy_on_device");
   });
+}
+
+void PjrtExecutor::read_now(runtime::DeviceAddress device, void* host, size_t bytes) {
+  const Located at = locate(device);
+  if (at.slot == nullptr) throw std::invalid_argument(hex(device) + " is not a PJRT buffer");
+  read_range(at, host, bytes, "read_now");
+}
+
+void PjrtExecutor::write_now(const void* host, runtime::DeviceAddress device, size_t bytes) {
+  const Located at = locate(device);
+  if (at.slot == nullptr) throw std::invalid_argument(hex(device) + " is not a PJRT buffer");
+  write_range(*client_, at, host, bytes, "write_now");
 }
 
 }  // namespace torch_tpu::executors::pjrt

@@ -1,5 +1,6 @@
 // The PJRT executor (DESIGN §2, §3): compiles IR programs to StableHLO (lowering/) and runs them
-// on a PJRT client's first device, in stream order. PJRT buffers are immutable, so a storage is
+// on a PJRT client's devices (chip i = the client's device i), in stream order. Executables are
+// compiled portable, once, and each run goes to the device its storages live on. PJRT buffers are immutable, so a storage is
 // a slot holding its CURRENT buffer: a run reads the slots of the storages
 // it reads and installs new buffers into the slots of the live-out storages it writes, and a
 // copy into a storage replaces its buffer. Device addresses are handles into the slot table,
@@ -38,7 +39,7 @@ struct PjrtExecutable final : Executable {
 
 class PjrtExecutor final : public Executor {
  public:
-  // Runs on `client`'s device 0, whose buffers may hold at most `capacity` bytes together
+  // Runs on `client`'s devices, each of whose buffers may hold at most `capacity` bytes together
   // (0: no bound beyond the device's own). A bound keeps out-of-memory errors the same on every
   // runtime: PJRT's CPU plugin would take host memory until the process dies.
   explicit PjrtExecutor(std::shared_ptr<Client> client, size_t capacity = 0);
@@ -64,28 +65,36 @@ class PjrtExecutor final : public Executor {
   void check_expressible(const ir::Program& program) const override;
   // Binds each storage's slot now (bindings.storages: one address per program storage, 0 for
   // scratch; a host storage's is the host address of its bytes, uploaded now); the task runs
-  // the executable. A missing slot, a slot whose size is not the program's, or a
-  // PJRT failure fails the task: the stream raises it at its next sync point, naming the op.
+  // the executable on the device of those slots. A missing slot, a slot whose size is not the
+  // program's, slots on different devices, or a PJRT failure fails the task: the stream raises
+  // it at its next sync point, naming the op.
   // Bindings of the wrong count, or another executor's executable, throw std::invalid_argument.
   PreparedRun prepare_run(std::shared_ptr<const Executable> executable,
                           RunBindings bindings) override;
-  // A new slot of `bytes` with no buffer yet (it reads as zeros until written). Chip 0 only.
-  // Throws runtime::OutOfMemoryError past the capacity.
+  // A new slot of `bytes` on device `chip`, with no buffer yet (it reads as zeros until
+  // written). Throws runtime::OutOfMemoryError past the chip's capacity, std::invalid_argument
+  // for a chip the client does not have.
   runtime::DeviceAddress allocate(int chip, size_t bytes, int64_t stream) override;
   // Drops the slot from the table; work already queued keeps its buffer alive until it ran.
   void free(int chip, runtime::DeviceAddress buffer) override;
+  int chip_of(runtime::DeviceAddress buffer) const override;
   // Whole-slot copies replace (to device) or read (to host) the slot's buffer; a whole-slot copy
   // to the device uploads at the call, so the host may reuse its memory at once. copy_on_device
   // of a whole slot into an equal-sized one shares the immutable buffer. A copy of part of a
-  // slot (an address inside it, or fewer bytes) round-trips the whole slot through host memory.
+  // slot (an address inside it, or fewer bytes), or between devices, round-trips through host
+  // memory.
   void copy_to_device(const void* host, runtime::DeviceAddress device, size_t bytes,
                       runtime::Stream& stream, ir::DType unit = ir::DType::kUInt8) override;
   void copy_to_host(runtime::DeviceAddress device, void* host, size_t bytes,
                     runtime::Stream& stream) override;
   void copy_on_device(runtime::DeviceAddress from, runtime::DeviceAddress to, size_t bytes,
                       runtime::Stream& stream) override;
+  // A whole slot's buffer is read or replaced as above; part of one round-trips the slot.
+  void read_now(runtime::DeviceAddress device, void* host, size_t bytes) override;
+  void write_now(const void* host, runtime::DeviceAddress device, size_t bytes) override;
 
-  // Slots are allocations (each its own segment: nothing is cached); bytes are slot sizes.
+  // Per device: slots are allocations (each its own segment: nothing is cached); bytes are
+  // slot sizes. Throw std::invalid_argument for a chip the client does not have.
   runtime::MemoryStats memory_stats(int chip) const override;
   // The capacity given, or the largest size_t when none was.
   size_t memory_capacity(int chip) const override;
@@ -112,18 +121,23 @@ class PjrtExecutor final : public Executor {
   // pull it from under work already queued); guarded by its own mutex.
   struct Slot {
     mutable std::mutex mutex;
+    int device = 0;  // fixed at allocation
     int64_t bytes = 0;
     std::shared_ptr<const Buffer> buffer;
     // The buffer's element type: a 1-D array of bytes / element_size(unit) elements.
     ir::DType unit = ir::DType::kUInt8;
   };
 
- private:
+  // An address resolved: the slot it lies in, and how far into it.
   struct Located {
     std::shared_ptr<Slot> slot;  // null: no slot there
     int64_t offset = 0;
   };
+
+ private:
   Located locate(runtime::DeviceAddress address) const;
+  // Throws std::invalid_argument naming `what` unless `chip` is one of the client's devices.
+  void check_chip(int chip, const char* what) const;
 
   std::shared_ptr<Client> client_;
   std::unique_ptr<ExecutableDiskCache> disk_cache_;
@@ -134,7 +148,7 @@ class PjrtExecutor final : public Executor {
   mutable std::mutex mutex_;  // guards slots_, next_address_ and stats_
   std::map<runtime::DeviceAddress, std::shared_ptr<Slot>> slots_;  // by first address
   runtime::DeviceAddress next_address_;
-  runtime::MemoryStats stats_;
+  std::vector<runtime::MemoryStats> stats_;  // per device
   struct ProgramRecord {
     const char* name;
     std::string mlir;
