@@ -12,31 +12,15 @@
 #include <c10/util/Exception.h>
 
 #include "distributed/tpu_dist_work.h"
+#include "distributed/transport_views.h"
 #include "engine/deferral.h"
 #include "engine/launch.h"
 #include "engine/mode.h"
-#include "executors/host/tensor_snapshot.h"
 #include "runtime/event.h"
 #include "runtime/status.h"
 
 namespace torch_tpu::distributed {
 namespace {
-
-using executors::host::TensorSnapshot;
-
-std::vector<TensorSnapshot> snapshots_of(const std::vector<at::Tensor>& tensors) {
-  std::vector<TensorSnapshot> snapshots;
-  snapshots.reserve(tensors.size());
-  for (const at::Tensor& tensor : tensors) snapshots.emplace_back(tensor);
-  return snapshots;
-}
-
-std::vector<at::Tensor> views_of(const std::vector<TensorSnapshot>& snapshots) {
-  std::vector<at::Tensor> views;
-  views.reserve(snapshots.size());
-  for (const TensorSnapshot& snapshot : snapshots) views.push_back(snapshot.cpu_view());
-  return views;
-}
 
 // Runs `body` inside a queued task: c10 errors (the transport's) become runtime errors whose
 // message has no C++ backtrace, prefixed with what the call was.
@@ -195,23 +179,21 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(Collective collective)
   }
   coverage_->launched(caller, queued_before, caller.queued_count(), marked);
 
-  std::vector<TensorSnapshot> input_snapshots = snapshots_of(collective.inputs);
-  std::vector<TensorSnapshot> output_snapshots = snapshots_of(collective.outputs);
+  auto views = std::make_shared<TransportViews>(collective.inputs, collective.outputs);
   const CallSignature signature = collective.signature;
   const std::string what = "tpu_dist " + describe(signature) + " on rank " + std::to_string(rank_);
   communication.enqueue(
       collective.name,
       // The task owns the tensors (so their memory outlives the transport's use of it) and the
       // transport (so a destroyed group's last calls still finish).
-      [transport = transport_, agreement = agreement_, what, signature,
-       input_snapshots = std::move(input_snapshots), output_snapshots = std::move(output_snapshots),
+      [transport = transport_, agreement = agreement_, what, signature, views,
        run = std::move(collective.run), keep_inputs = collective.inputs,
        keep_outputs = collective.outputs] {
         run_reporting(what, [&] {
           agreement->check(signature);
-          std::vector<at::Tensor> inputs = views_of(input_snapshots);
-          std::vector<at::Tensor> outputs = views_of(output_snapshots);
-          run(*transport, inputs, outputs);
+          views->open();
+          run(*transport, views->read(), views->written());
+          views->close();
         });
       });
   runtime::Event done;
@@ -235,11 +217,17 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(PointToPoint op) {
   engine::flush(caller, "collective");
   auto posting = std::make_shared<Posting>();
   const std::string what = std::string(op.name) + " on rank " + std::to_string(rank_);
-  caller.enqueue(op.name, [posting, what, transport = transport_,
-                           snapshot = TensorSnapshot(op.tensor), post = std::move(op.post)] {
+  // A send reads its tensor; a receive writes it once the transport has finished.
+  const bool sends = op.op == c10d::OpType::SEND;
+  auto views = std::make_shared<TransportViews>(
+      sends ? std::vector<at::Tensor>{op.tensor} : std::vector<at::Tensor>{},
+      sends ? std::vector<at::Tensor>{} : std::vector<at::Tensor>{op.tensor});
+  caller.enqueue(op.name, [posting, what, views, sends, transport = transport_,
+                           post = std::move(op.post)] {
     try {
       run_reporting(what, [&] {
-        at::Tensor view = snapshot.cpu_view();
+        views->open();
+        at::Tensor& view = sends ? views->read().front() : views->written().front();
         posting->posted(post(*transport, view));
       });
     } catch (const std::exception& error) {
@@ -247,8 +235,11 @@ c10::intrusive_ptr<c10d::Work> CollectiveLauncher::launch(PointToPoint op) {
       throw;
     }
   });
-  communication.enqueue(op.name, [posting, what, keep = op.tensor] {
-    run_reporting(what, [&] { posting->wait_posted()->wait(); });
+  communication.enqueue(op.name, [posting, what, views, keep = op.tensor] {
+    run_reporting(what, [&] {
+      posting->wait_posted()->wait();
+      views->close();
+    });
   });
   runtime::Event done;
   done.record(communication);

@@ -1,8 +1,9 @@
-// How a tpu collective runs on the host runtime, in the order NCCL gives a CUDA collective:
+// How a tpu collective runs, in the order NCCL gives a CUDA collective:
 //  1. a mark on the caller's current stream says where the inputs are ready;
 //  2. the group's communication stream waits for that mark, checks that the other ranks issued
-//     the same call (call_signature.h), then runs it through the transport on zero-copy CPU
-//     views of chip memory. This blocks that stream, never the host or the caller's stream.
+//     the same call (call_signature.h), then runs it through the transport on CPU views of the
+//     tensors (transport_views.h: zero-copy on the host runtime, host copies of PJRT buffers).
+//     This blocks that stream, never the host or the caller's stream.
 //     The ranks exchange call signatures over a second transport group, from the host at issue
 //     time and batched when calls are issued faster than they run (signature_agreement.h): by
 //     the time the inputs are ready the check is usually done, so it adds no latency, and it
