@@ -476,3 +476,24 @@ TEST_F(PjrtExecutorTest, ReadAndWriteNowReachWholeBuffersAndRanges) {
   EXPECT_EQ(part, (std::vector<float>{2.0f, -1.0f, -2.0f, 5.0f}));
   EXPECT_THROW(executor_->read_now(slot + 24, part.data(), 16), runtime::RuntimeError);
 }
+
+TEST_F(PjrtExecutorTest, AnInPlaceUpdateDonatesItsBufferOnlyWhenNothingElseHoldsIt) {
+  const Program program = inplace_add_program({2, 4}, 3.0);
+  const auto executable = executor_->compile(program);
+  const auto& lowered = static_cast<const executors::pjrt::PjrtExecutable&>(*executable).lowered;
+  EXPECT_EQ(lowered.donatable, (std::vector<std::pair<size_t, size_t>>{{0, 0}}));
+  EXPECT_NE(lowered.mlir.find("arg_attrs = [{tf.aliasing_output = 0 : i32}, {}, {}]"), std::string::npos)
+      << lowered.mlir;
+  const std::vector<float> x = iota_floats(8, 1.0f, 1.0f), w = iota_floats(8, 0.5f, 0.5f);
+  const runtime::DeviceAddress self = upload(x), other = upload(w);
+  // A whole copy shares the immutable buffer: the first update must not donate it.
+  const runtime::DeviceAddress snapshot = executor_->allocate(0, 32, 0);
+  executor_->copy_on_device(self, snapshot, 32, stream_);
+  for (int update = 0; update < 2; ++update) {  // the second one donates
+    executor_->run(executable, bind({self, other}, dynamic_scalars(program)), stream_);
+  }
+  const std::vector<float> y = download<float>(self, 8);
+  for (size_t i = 0; i < 8; ++i) EXPECT_FLOAT_EQ(y[i], x[i] + 6.0f * w[i]) << i;
+  EXPECT_EQ(download<float>(snapshot, 8), x);
+  EXPECT_EQ(download<float>(other, 8), w);
+}

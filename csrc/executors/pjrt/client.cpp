@@ -213,7 +213,8 @@ void LoadedExecutable::reset() {
 }
 
 std::vector<Buffer> LoadedExecutable::execute(std::span<const Buffer* const> arguments,
-                                              Event* done, std::optional<size_t> device_index) const {
+                                              Event* done, std::optional<size_t> device_index,
+                                              std::span<const int64_t> keep_arguments) const {
   auto run = client_->plugin().entry(&capi::Api::loaded_executable_execute,
                                      "PJRT_LoadedExecutable_Execute");
   std::vector<capi::Buffer*> inputs;
@@ -225,6 +226,8 @@ std::vector<Buffer> LoadedExecutable::execute(std::span<const Buffer* const> arg
   capi::Event* complete = nullptr;
 
   auto options = make_args<capi::ExecuteOptions>();
+  options.non_donatable_input_indices = keep_arguments.data();
+  options.num_non_donatable_input_indices = keep_arguments.size();
   auto args = make_args<capi::LoadedExecutableExecuteArgs>();
   args.executable = executable_;
   args.options = &options;

@@ -82,9 +82,12 @@ class LoadedExecutable {
   // Queues one run and returns its outputs at once (they become ready asynchronously); `done`,
   // when given, receives the run's completion event. `device_index`: the client's device to
   // run on, for an executable compiled portable (compile_options_bytes); none: the device
-  // chosen at compile time.
+  // chosen at compile time. An argument the module aliases to a result (tf.aliasing_output) is
+  // donated: its buffer becomes that result's and must not be used again; list in
+  // `keep_arguments` those that must not be (XLA then copies).
   std::vector<Buffer> execute(std::span<const Buffer* const> arguments, Event* done = nullptr,
-                              std::optional<size_t> device_index = std::nullopt) const;
+                              std::optional<size_t> device_index = std::nullopt,
+                              std::span<const int64_t> keep_arguments = {}) const;
   // The plugin's serialization of the compiled program (for an on-disk cache; valid for the
   // same plugin build only).
   std::string serialize() const;

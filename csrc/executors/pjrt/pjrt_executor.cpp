@@ -420,9 +420,16 @@ Executor::PreparedRun PjrtExecutor::prepare_run(std::shared_ptr<const Executable
     for (const auto& [s, at, host] : results) check(s, at);
     std::vector<const Buffer*> argument_list;
     for (const auto& argument : arguments) argument_list.push_back(argument.get());
+    // A parameter's buffer is donated to its storage's new contents only when nothing but its
+    // slot and this run hold it: another slot sharing it (a whole copy), a cached operand or
+    // queued work keeps it, and XLA copies instead.
+    std::vector<int64_t> keep;
+    for (const auto& [parameter, result] : compiled->lowered.donatable) {
+      if (arguments[parameter].use_count() > 2) keep.push_back(static_cast<int64_t>(parameter));
+    }
     Event done;
     std::vector<Buffer> outputs =
-        compiled->loaded.execute(argument_list, &done, static_cast<size_t>(device));
+        compiled->loaded.execute(argument_list, &done, static_cast<size_t>(device), keep);
     // Waiting here keeps a failing run's error with this task, which names the op.
     done.await();
     // A violated run-time check fails the run. A one-op program's storages keep their

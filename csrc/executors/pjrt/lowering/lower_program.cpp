@@ -168,7 +168,13 @@ void OpContext::check(const Tensor& violated, const std::string& message) {
 
 // ---- the program ----
 
-LoweredProgram lower_program(const ir::Program& program) {
+namespace {
+
+// One lowering of `program`, leaving out of the parameters the storages in `unread` (whose
+// contents before the program it never uses: it overwrites them whole first). Also returns
+// those of its storage parameters that it turned out not to use.
+std::pair<LoweredProgram, std::vector<ir::StorageId>> lower_once(const ir::Program& program,
+                                                                 const std::vector<bool>& unread) {
   LoweredProgram lowered;
   FunctionBuilder builder;
   const size_t storage_count = program.storages.size();
@@ -208,7 +214,7 @@ LoweredProgram lower_program(const ir::Program& program) {
     // A host storage (a CPU tensor or wrapped number) is a parameter like a device one: its
     // bytes are uploaded when the program runs.
     // An empty storage (an empty tensor's, whose data pointer is null) has nothing to pass.
-    if ((storage.external || storage.on_host) && accessed[s] && storage.bytes > 0) {
+    if ((storage.external || storage.on_host) && accessed[s] && storage.bytes > 0 && !unread[s]) {
       current[s] = builder.parameter(lowered.storage_units[s], {units_of(s)});
       lowered.parameter_storages.push_back(static_cast<ir::StorageId>(s));
     }
@@ -309,8 +315,34 @@ LoweredProgram lower_program(const ir::Program& program) {
     results.push_back(check.violated);
     lowered.check_messages.push_back(check.message);
   }
-  lowered.mlir = builder.finish_module(results);
-  return lowered;
+  if (checks.empty()) {
+    for (size_t p = 0; p < lowered.parameter_storages.size(); ++p) {
+      for (size_t r = 0; r < lowered.result_storages.size(); ++r) {
+        if (lowered.parameter_storages[p] == lowered.result_storages[r]) lowered.donatable.emplace_back(p, r);
+      }
+    }
+  }
+  std::vector<ir::StorageId> unused;
+  const std::vector<bool> used = builder.parameters_used(results);
+  for (size_t p = 0; p < lowered.parameter_storages.size(); ++p) {
+    if (!used[p]) unused.push_back(lowered.parameter_storages[p]);
+  }
+  lowered.mlir = builder.finish_module(results, lowered.donatable);
+  return {std::move(lowered), std::move(unused)};
+}
+
+}  // namespace
+
+// A storage the program overwrites whole before reading (fill_, zero_, a copy_ or out= into a
+// fresh tensor) is no parameter: a run then neither uploads zeros for a buffer never written
+// nor keeps the old buffer alive beside the new one. Lowering is deterministic and cheap beside
+// a compile, so such storages are found by lowering once and lowered again without them.
+LoweredProgram lower_program(const ir::Program& program) {
+  std::vector<bool> unread(program.storages.size(), false);
+  auto [lowered, unused] = lower_once(program, unread);
+  if (unused.empty()) return lowered;
+  for (const ir::StorageId s : unused) unread[static_cast<size_t>(s)] = true;
+  return lower_once(program, unread).first;
 }
 
 }  // namespace torch_tpu::executors::pjrt::lowering

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "executors/executor.h"
@@ -31,6 +32,11 @@ struct LoweredProgram {
   // Per program storage: the element type of its parameter and result, `tensor<N x unit>`
   // (bytes / element size elements): a dtype its values share, or kUInt8 (storage_bytes.h).
   std::vector<ir::DType> storage_units;
+  // (parameter, result) pairs of one storage, its contents before and after: the module lets
+  // a run donate that parameter's buffer to the result (an in-place update then needs no second
+  // buffer on the device). Empty for a program with run-time checks: a failing one-op run must
+  // leave its storages as they were.
+  std::vector<std::pair<size_t, size_t>> donatable;
 };
 
 // Throws executors::NotSupported whose message starts with "not supported yet: " for what the

@@ -1,5 +1,6 @@
 #include "executors/pjrt/lowering/mlir_text.h"
 
+#include <cctype>
 #include <cstdio>
 #include <stdexcept>
 
@@ -243,15 +244,40 @@ Tensor FunctionBuilder::unary(const std::string& name, const Tensor& x) {
   return op(name, {x}, x.dtype, x.shape);
 }
 
-std::string FunctionBuilder::finish_module(const std::vector<Tensor>& results) const {
+std::vector<bool> FunctionBuilder::parameters_used(const std::vector<Tensor>& results) const {
+  std::vector<bool> used(parameters_.size(), false);
+  for (size_t i = 0; i < parameters_.size(); ++i) {
+    const std::string& name = parameters_[i].name;
+    for (const Tensor& result : results) used[i] = used[i] || result.name == name;
+    // An operand is the name followed by a delimiter ("%arg1" must not match "%arg12").
+    for (size_t at = body_.find(name); !used[i] && at != std::string::npos; at = body_.find(name, at + 1)) {
+      const size_t end = at + name.size();
+      used[i] = end == body_.size() || !std::isdigit(static_cast<unsigned char>(body_[end]));
+    }
+  }
+  return used;
+}
+
+std::string FunctionBuilder::finish_module(const std::vector<Tensor>& results,
+                                           const std::vector<std::pair<size_t, size_t>>& aliases) const {
   std::string text = "\"builtin.module\"() ({\n  \"func.func\"() ({\n  ^bb0(";
   for (size_t i = 0; i < parameters_.size(); ++i) {
     text += (i ? ", " : "") + parameters_[i].name + ": " + parameters_[i].type();
   }
   text += "):\n" + body_;
   text += "    \"func.return\"(" + join_names(results) + ") : (" + join_types(results) + ") -> ()\n";
-  text += "  }) {function_type = (" + join_types(parameters_) + ") -> (" + join_types(results) +
-          "), sym_name = \"main\"} : () -> ()\n}) : () -> ()\n";
+  std::string argument_attributes;
+  if (!aliases.empty()) {
+    std::vector<std::string> per_parameter(parameters_.size(), "{}");
+    for (const auto& [parameter, result] : aliases) {
+      per_parameter.at(parameter) = "{tf.aliasing_output = " + std::to_string(result) + " : i32}";
+    }
+    argument_attributes = "arg_attrs = [";
+    for (size_t i = 0; i < per_parameter.size(); ++i) argument_attributes += (i ? ", " : "") + per_parameter[i];
+    argument_attributes += "], ";
+  }
+  text += "  }) {" + argument_attributes + "function_type = (" + join_types(parameters_) + ") -> (" +
+          join_types(results) + "), sym_name = \"main\"} : () -> ()\n}) : () -> ()\n";
   return text;
 }
 

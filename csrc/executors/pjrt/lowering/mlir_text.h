@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "executors/executor.h"
@@ -102,8 +103,15 @@ class FunctionBuilder {
   // stablehlo.select: `on_true` where `condition` (bool, of their shape) holds, else `on_false`.
   Tensor select(const Tensor& condition, const Tensor& on_true, const Tensor& on_false);
 
+  // Per parameter: whether the body or `results` use it (XLA drops an unused one, but the
+  // caller would still have to pass a buffer).
+  std::vector<bool> parameters_used(const std::vector<Tensor>& results) const;
+
   // The whole module, returning `results`. Call once, after the body is complete.
-  std::string finish_module(const std::vector<Tensor>& results) const;
+  // `aliases`: (parameter, result) pairs of one type whose parameter buffer a run may donate
+  // to that result (`tf.aliasing_output`): XLA then writes the result into it.
+  std::string finish_module(const std::vector<Tensor>& results,
+                            const std::vector<std::pair<size_t, size_t>>& aliases = {}) const;
 
   // A fresh SSA name ("%12"), for the values inside a region a lowering writes itself.
   std::string next_name();
