@@ -29,32 +29,37 @@ std::string hex(DeviceAddress address) {
 }  // namespace
 
 DeviceMemory::DeviceMemory(int chip_index, size_t capacity)
-    : chip_index_(chip_index), capacity_(0), base_(chip_base_address(chip_index)),
-      host_base_(nullptr) {
+    : chip_index_(chip_index), capacity_(0), base_(chip_base_address(chip_index)) {
   if (capacity == 0 || capacity > kMaxCapacity) {
     throw RuntimeError("tpu:" + std::to_string(chip_index) + ": invalid memory capacity " +
                        std::to_string(capacity) + " bytes (must be in 1..2^52)");
   }
   capacity_ = round_up_to_segment(capacity);
+  free_ranges_.emplace(0, capacity_);
+}
+
+DeviceMemory::~DeviceMemory() {
+  if (char* mapping = host_base_.load()) munmap(mapping, capacity_);
+}
+
+void DeviceMemory::map_capacity() {
   // NORESERVE: the whole capacity is address space only; pages are committed when first
   // touched, so a 16 GiB chip costs nothing until tensors are written.
   void* mapping = mmap(nullptr, capacity_, PROT_READ | PROT_WRITE,
                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (mapping == MAP_FAILED) {
-    throw RuntimeError("tpu:" + std::to_string(chip_index) + ": cannot map " +
+    throw RuntimeError("tpu:" + std::to_string(chip_index_) + ": cannot map " +
                        std::to_string(capacity_) + " bytes of chip memory: " +
                        std::strerror(errno));
   }
-  host_base_ = static_cast<char*>(mapping);
-  free_ranges_.emplace(0, capacity_);
+  host_base_.store(static_cast<char*>(mapping), std::memory_order_release);
 }
-
-DeviceMemory::~DeviceMemory() { munmap(host_base_, capacity_); }
 
 DeviceAddress DeviceMemory::reserve_segment(size_t bytes) {
   if (bytes > capacity_) return 0;  // also keeps the rounding below from overflowing
   const size_t length = round_up_to_segment(bytes == 0 ? 1 : bytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  if (host_base_.load(std::memory_order_relaxed) == nullptr) map_capacity();
   // First fit by offset keeps segments packed at the low end, which leaves the largest
   // contiguous range at the top for big requests.
   for (auto it = free_ranges_.begin(); it != free_ranges_.end(); ++it) {
@@ -83,7 +88,7 @@ void DeviceMemory::release_segment(DeviceAddress address, size_t bytes) {
   segments_.erase(segment);
   reserved_ -= length;
   // Returns the pages to the OS (and zeroes them), so released memory stops counting as RSS.
-  madvise(host_base_ + offset, length, MADV_DONTNEED);
+  madvise(host_base_.load(std::memory_order_relaxed) + offset, length, MADV_DONTNEED);
 
   size_t start = offset;
   size_t size = length;

@@ -3,6 +3,7 @@
 // dereference faults); the host executor reaches the bytes only through host_address().
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -25,8 +26,10 @@ constexpr int chip_of_address(DeviceAddress address) {
   return hi >= 0x10 && hi < 0x10 + 0x400 ? static_cast<int>(hi - 0x10) : -1;
 }
 
-// Reserves `capacity` bytes of address space (no memory is committed until touched) and hands
-// out segments of it. Thread-safe. Segment release returns the pages to the OS.
+// Reserves `capacity` bytes of address space when the first segment is taken (no memory is
+// committed until touched; a chip that never holds a buffer, such as every chip of the PJRT
+// runtime, whose executor owns its buffers, maps nothing) and hands out segments of it.
+// Thread-safe. Segment release returns the pages to the OS.
 class DeviceMemory {
  public:
   DeviceMemory(int chip_index, size_t capacity);
@@ -35,13 +38,14 @@ class DeviceMemory {
   DeviceMemory& operator=(const DeviceMemory&) = delete;
 
   // A segment of `bytes` (rounded up to kSegmentAlignment); 0 when no free range is large enough.
+  // Throws RuntimeError when the chip's address space cannot be mapped (the first segment).
   DeviceAddress reserve_segment(size_t bytes);
   // Gives a segment back; its contents are lost. `bytes` must be what reserve_segment was given.
   void release_segment(DeviceAddress address, size_t bytes);
 
   // Host view of a device address inside this chip (host executor only). No bounds check.
   void* host_address(DeviceAddress address) const {
-    return host_base_ + (address - base_);
+    return host_base_.load(std::memory_order_acquire) + (address - base_);
   }
   bool contains(DeviceAddress address) const {
     return address >= base_ && address < base_ + capacity_;
@@ -53,10 +57,15 @@ class DeviceMemory {
   DeviceAddress base_address() const { return base_; }
 
  private:
+  // Maps the whole capacity; caller holds mutex_. Throws RuntimeError on failure.
+  void map_capacity();
+
   int chip_index_;
   size_t capacity_;
   DeviceAddress base_;
-  char* host_base_;
+  // Null until the first segment maps the capacity; set once, under mutex_, before any address
+  // inside the chip is handed out.
+  std::atomic<char*> host_base_{nullptr};
   mutable std::mutex mutex_;
   std::map<size_t, size_t> free_ranges_;  // offset -> length, coalesced
   std::map<size_t, size_t> segments_;     // offset -> length of live segments, to vet releases
