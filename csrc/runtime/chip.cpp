@@ -40,7 +40,7 @@ bool is_set(const char* value) { return value != nullptr && *value != '\0'; }
 
 // TORCH_TPU_HOST_CHIPS wins. Under torchrun (LOCAL_WORLD_SIZE set) a process sees one chip per
 // local rank, as a process on a TPU or GPU host sees all of the host's devices, so scripts that
-// pick `tpu:LOCAL_RANK` run unchanged. Unused chips cost address space only.
+// pick `tpu:LOCAL_RANK` run unchanged. A chip that never holds a buffer maps no memory.
 std::optional<int> chip_count_from_environment() {
   if (const char* chips = std::getenv("TORCH_TPU_HOST_CHIPS"); is_set(chips)) {
     return parse_chip_count(chips, "TORCH_TPU_HOST_CHIPS");

@@ -119,7 +119,6 @@ void check_range(const char* what, int64_t offset, size_t bytes, int64_t slot_by
   }
 }
 
-
 // Reads `bytes` of the slot from `at.offset` into `host` (zeros before its first write).
 void read_range(const PjrtExecutor::Located& at, void* host, size_t bytes, const char* what) {
   std::shared_ptr<const Buffer> buffer;
