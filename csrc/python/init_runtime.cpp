@@ -85,16 +85,11 @@ void select_pjrt(const std::string& plugin, const std::vector<std::string>& sear
   const int chips = pjrt_chip_count(*executor);
   if (!runtime::Runtime::start_with_chip_count(chips)) {
     // Started earlier (a device count was asked for): its chips are fixed, and each must be
-    // a plugin device.
+    // a plugin device (torch_tpu.set_runtime warns when that leaves devices out).
     const int have = runtime::Runtime::instance().chip_count();
     const auto devices = static_cast<int>(executor->client().devices().size());
     TORCH_CHECK(have <= devices, "the runtime already started with ", have, " tpu devices; the ",
                 "PJRT plugin '", plugin, "' has ", devices);
-    if (have != chips) {
-      TORCH_WARN("the PJRT runtime drives ", have, " of the plugin's ", devices, " devices: the ",
-                 "device count was asked for before the runtime was selected (set ",
-                 "TORCH_TPU_RUNTIME before starting Python to have them all)");
-    }
   }
   if (!cache_dir.empty()) executor->use_disk_cache(cache_dir);
   g_pjrt = executor.release();

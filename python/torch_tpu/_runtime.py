@@ -7,6 +7,7 @@ import atexit
 import os
 import site
 import sys
+import warnings
 
 import torch
 
@@ -67,8 +68,18 @@ def set_runtime(name: str, plugin: str = None) -> None:
         flags = os.environ.get("XLA_FLAGS", "")
         if "xla_cpu_max_isa" not in flags:
             os.environ["XLA_FLAGS"] = f"{flags} --xla_cpu_max_isa=AVX2".strip()
-    _C._select_pjrt_runtime(plugin, _search_dirs(), _disk_cache_dir())
+    info = _C._select_pjrt_runtime(plugin, _search_dirs(), _disk_cache_dir())
     atexit.register(_at_exit)
+    if torch.tpu.device_count() < info["devices"] and not _environment_asks_for_devices():
+        warnings.warn(f"the PJRT runtime drives {torch.tpu.device_count()} of the plugin's "
+                      f"{info['devices']} devices: the device count was asked for before the "
+                      "runtime was selected (set TORCH_TPU_RUNTIME before starting Python to "
+                      "have them all)", stacklevel=2)
+
+
+def _environment_asks_for_devices() -> bool:
+    """Whether TORCH_TPU_HOST_CHIPS or torchrun's LOCAL_WORLD_SIZE sets the device count."""
+    return bool(os.environ.get("TORCH_TPU_HOST_CHIPS") or os.environ.get("LOCAL_WORLD_SIZE"))
 
 
 def _at_exit():

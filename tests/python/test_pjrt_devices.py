@@ -98,3 +98,20 @@ def test_the_environment_may_ask_for_fewer_devices_but_not_more():
                       env={**PJRT, "TORCH_TPU_HOST_CHIPS": "9"})
     assert more.returncode != 0
     assert "has 4 devices" in more.stderr and "asks for 9 tpu devices" in more.stderr, more.stderr
+
+
+def test_selecting_pjrt_after_the_device_count_was_asked_keeps_those_chips_with_a_warning():
+    result = run_python("""
+import json, warnings, torch, torch_tpu
+before = torch.tpu.device_count()
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    torch_tpu.set_runtime("pjrt")
+y = (torch.ones(3, device="tpu") * 2).cpu().tolist()
+print(json.dumps({"before": before, "after": torch.tpu.device_count(), "y": y,
+                  "warnings": [str(w.message) for w in caught]}))
+""", env={"TORCH_TPU_PJRT_PLUGIN": "cpu"})
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout.strip().splitlines()[-1])
+    assert out["before"] == out["after"] == 1 and out["y"] == [2.0, 2.0, 2.0]
+    assert any("drives 1 of the plugin's 4 devices" in w for w in out["warnings"]), out
