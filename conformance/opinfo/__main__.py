@@ -49,7 +49,8 @@ def main():
         sys.exit(check_phases_against(records, committed, ("op", "dtype"), "(op, dtype) pairs"))
     out_dir = report_dir(args, "opinfo")
     meta = {"mode": args.mode, "runtime": args.runtime, "torch": torch.__version__, "ops": len(op_ids),
-            "seconds": time.monotonic() - started, "python": platform.python_version()}
+            "seconds": time.monotonic() - started, "python": platform.python_version(),
+            "max_samples": args.max_samples}
     if args.merge:
         out_dir = REPORTS
         records, meta = merged_into_committed(records, op_ids, os.path.join(REPORTS, f"{name}.json"),
