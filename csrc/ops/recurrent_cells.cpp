@@ -2,6 +2,8 @@
 // results match CPU's to rounding; the gradients follow CUDA's fused backward kernels.
 #include "ops/recurrent_cells.h"
 
+#include <type_traits>
+
 #include <ATen/TensorOperators.h>
 #include <ATen/ops/add.h>
 #include <ATen/ops/cat.h>
@@ -98,6 +100,15 @@ c10::TypedOperatorHandle<Kernel> one_op_cell(const char* name) {
   return c10::Dispatcher::singleton().findSchemaOrThrow(name, "").typed<Kernel>();
 }
 
+// A cell forward: on the host runtime one queued op of our own, `name`, whose CPU kernel is
+// `on_host`; on an executor with opaque buffers (PJRT) `on_host`'s ops, each lowered there.
+template <auto& on_host, typename... Args>
+auto one_op_or_composite(const char* name, const Args&... args) {
+  if (engine::buffers_are_opaque()) return on_host(args...);
+  static const auto cell = one_op_cell<std::remove_reference_t<decltype(on_host)>>(name);
+  return cell.call(args...);
+}
+
 // Without a bias the cell's bias gradients are undefined, as ATen's are.
 at::Tensor if_bias(bool has_bias, at::Tensor grad) { return has_bias ? std::move(grad) : at::Tensor(); }
 
@@ -142,11 +153,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> gru_cell_
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& cx,
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
-  if (engine::buffers_are_opaque()) {
-    return lstm_cell_ops(input_gates, hidden_gates, cx, input_bias, hidden_bias);
-  }
-  static const auto cell = one_op_cell<decltype(lstm_cell_on_host)>("torch_tpu::lstm_cell");
-  return cell.call(input_gates, hidden_gates, cx, input_bias, hidden_bias);
+  return one_op_or_composite<lstm_cell_on_host>("torch_tpu::lstm_cell", input_gates, hidden_gates,
+                                                cx, input_bias, hidden_bias);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
@@ -165,11 +173,8 @@ std::tuple<at::Tensor, at::Tensor, at::Tensor> fused_lstm_cell_backward(
 std::tuple<at::Tensor, at::Tensor> fused_gru_cell(
     const at::Tensor& input_gates, const at::Tensor& hidden_gates, const at::Tensor& hx,
     const std::optional<at::Tensor>& input_bias, const std::optional<at::Tensor>& hidden_bias) {
-  if (engine::buffers_are_opaque()) {
-    return gru_cell_ops(input_gates, hidden_gates, hx, input_bias, hidden_bias);
-  }
-  static const auto cell = one_op_cell<decltype(gru_cell_on_host)>("torch_tpu::gru_cell");
-  return cell.call(input_gates, hidden_gates, hx, input_bias, hidden_bias);
+  return one_op_or_composite<gru_cell_on_host>("torch_tpu::gru_cell", input_gates, hidden_gates, hx,
+                                               input_bias, hidden_bias);
 }
 
 std::tuple<at::Tensor, at::Tensor, at::Tensor, at::Tensor, at::Tensor> fused_gru_cell_backward(
